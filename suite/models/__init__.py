@@ -1,0 +1,1 @@
+"""Model building blocks: embeddings, the Transformer core, recurrent baselines, heads."""

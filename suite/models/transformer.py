@@ -1,0 +1,158 @@
+"""The shared Transformer core: multi-head attention, feed-forward, encoder layer and stack.
+
+Weights are laid out as in ``torch.nn.MultiheadAttention`` (one fused in-projection), so a
+layer can be loaded from ``torch.nn.TransformerEncoderLayer`` or torchvision's ViT and
+compared number for number.
+"""
+from __future__ import annotations
+
+from typing import Callable, Literal
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from suite.attention import FullAttention
+
+AttentionFactory = Callable[[], nn.Module]
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
+
+
+class MultiHeadAttention(nn.Module):
+    """Project to H heads, run the injected attention core, merge heads, project out.
+
+    Args:
+        d_model: width D (divisible by n_heads).
+        n_heads: number of heads H.
+        attention: factory for the core (see ``suite.attention``); full softmax by default.
+        bias: biases on the projections.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, attention: AttentionFactory = FullAttention, bias: bool = True) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.n_heads = n_heads
+        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.core = attention()
+
+    def split(self, x: Tensor) -> Tensor:
+        """(B, L, D) -> (B, H, L, D/H)."""
+        b, l, d = x.shape
+        return x.view(b, l, self.n_heads, d // self.n_heads).transpose(1, 2)
+
+    def project(self, x: Tensor, memory: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries from x; keys and values from memory (cross-attention) or x (self-attention)."""
+        if memory is None:
+            return self.in_proj(x).chunk(3, dim=-1)
+        d = x.size(-1)
+        w, b = self.in_proj.weight, self.in_proj.bias
+        q = F.linear(x, w[:d], None if b is None else b[:d])
+        k, v = F.linear(memory, w[d:], None if b is None else b[d:]).chunk(2, dim=-1)
+        return q, k, v
+
+    def forward(self, x: Tensor, pad_mask: Tensor | None = None, memory: Tensor | None = None, causal: bool = False) -> Tensor:
+        """x (B, Lq, D), pad_mask over keys (B, Lk), memory (B, Lk, D) | None -> (B, Lq, D)."""
+        q, k, v = (self.split(t) for t in self.project(x, memory))  # (B, H, L, Dh) each
+        out = self.core(q, k, v, pad_mask=pad_mask, causal=causal)  # (B, H, Lq, Dh)
+        b, h, l, dh = out.shape
+        return self.out_proj(out.transpose(1, 2).reshape(b, l, h * dh))
+
+
+class FeedForward(nn.Module):
+    """Position-wise Linear(D, F) -> activation -> dropout -> Linear(F, D)."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0) -> None:
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; choose one of {sorted(ACTIVATIONS)}")
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.act = ACTIVATIONS[activation]
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.linear2(self.dropout(self.act(self.linear1(x))))  # (B, L, D)
+
+
+class Residual(nn.Module):
+    """One sublayer with its residual connection, in post-norm (the paper) or pre-norm arrangement."""
+
+    def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model, eps=eps)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        if self.norm_first:
+            return x + self.dropout(sublayer(self.norm(x)))
+        return self.norm(x + self.dropout(sublayer(x)))
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then feed-forward, each wrapped in residual + LayerNorm.
+
+    Args:
+        d_model, n_heads, d_ff: widths as in the paper.
+        dropout: residual and feed-forward dropout.
+        activation: 'relu' (the paper) or 'gelu' (BERT, ViT).
+        norm_first: pre-norm if True, post-norm (the paper) if False.
+        layer_norm_eps: LayerNorm epsilon (1e-5 in torch, 1e-6 in ViT).
+        attention: attention-core factory; its own dropout is set there.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+        attention: AttentionFactory = FullAttention,
+    ) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attention)
+        self.ff = FeedForward(d_model, d_ff, activation, dropout)
+        self.attn_block = Residual(d_model, dropout, norm_first, layer_norm_eps)
+        self.ff_block = Residual(d_model, dropout, norm_first, layer_norm_eps)
+
+    def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
+        """(B, L, D), (B, L) bool | None -> (B, L, D)."""
+        x = self.attn_block(x, lambda h: self.self_attn(h, pad_mask))
+        return self.ff_block(x, self.ff)
+
+
+class Encoder(nn.Module):
+    """A stack of encoder layers; pre-norm stacks end with a LayerNorm (as GPT-2 and ViT do).
+
+    Implements the ``Backbone`` contract. Args as ``EncoderLayer``, plus ``n_layers``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_layers: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: Literal["relu", "gelu"] = "relu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+        attention: AttentionFactory = FullAttention,
+    ) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, attention)
+            for _ in range(n_layers)
+        )
+        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else nn.Identity()
+
+    def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
+        """(B, L, D), (B, L) bool | None -> (B, L, D)."""
+        for layer in self.layers:
+            x = layer(x, pad_mask)
+        return self.norm(x)

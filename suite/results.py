@@ -1,0 +1,98 @@
+"""The per-run result record (``result.json``) and its reading back for tables."""
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from suite.datadir import PROJECT_ROOT
+
+STATUSES = ("ok", "failed", "diverged", "oom")
+RESULT_FILE = "result.json"
+
+
+@dataclass
+class ResultRecord:
+    """Everything needed to trust and compare one run.
+
+    ``metrics`` holds the test metrics and, prefixed ``val_``, the best validation ones.
+    ``speed`` holds throughput in real (non-pad) tokens and items per second, for training
+    steps and for inference separately.
+    """
+
+    status: str
+    task: str
+    dataset: str
+    model: str
+    seed: int
+    seq_len: int | None = None
+    params: int | None = None
+    split_sizes: dict[str, int] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    speed: dict[str, float] = field(default_factory=dict)
+    train_seconds: float | None = None
+    steps: int | None = None
+    epochs: int | None = None
+    stop_reason: str | None = None
+    wall_seconds: float | None = None
+    error: str | None = None
+    attention: str | None = None
+    device: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+    git_commit: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+
+    def write(self, run_dir: Path) -> Path:
+        Path(run_dir).mkdir(parents=True, exist_ok=True)
+        path = Path(run_dir) / RESULT_FILE
+        path.write_text(json.dumps(asdict(self), indent=2, sort_keys=False, default=str) + "\n")
+        return path
+
+
+def read_result(path: Path) -> ResultRecord:
+    """Load a ``result.json`` back into a record (validates the status)."""
+    return ResultRecord(**json.loads(Path(path).read_text()))
+
+
+def find_results(*roots: Path) -> list[tuple[Path, ResultRecord]]:
+    """Every ``result.json`` below the given run or sweep directories, sorted by path."""
+    found = []
+    for root in roots:
+        for path in sorted(Path(root).rglob(RESULT_FILE)):
+            found.append((path.parent, read_result(path)))
+    return found
+
+
+def device_description(device: torch.device) -> str:
+    """A human description of where the run ran."""
+    if device.type == "cuda":
+        return f"cuda:{torch.cuda.get_device_name(device)}"
+    return f"cpu:{platform.processor() or platform.machine()} x{torch.get_num_threads()} threads"
+
+
+def library_versions() -> dict[str, str]:
+    import hydra
+    import tokenizers
+    import torchvision
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "torchvision": torchvision.__version__, "hydra": hydra.__version__, "tokenizers": tokenizers.__version__}
+
+
+def git_commit() -> str | None:
+    """The project's HEAD commit, with '-dirty' when the work tree has changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--verify", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = head.stdout.strip() if head.returncode == 0 else ""
+    return sha + ("-dirty" if dirty else "") if sha else None

@@ -1,0 +1,133 @@
+"""The Hydra entry point: compose, build, fit, evaluate, record.
+
+    python -m suite.run task=sentiment model=lstm trainer=quick
+    python -m suite.run -m task=sentiment model=transformer,lstm,gru,rnn seed=0,1
+
+Every run writes ``result.json`` into its Hydra run directory, whatever happens: a run
+that fails, diverges or runs out of memory is recorded with that status, and a multirun
+goes on to the next job.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import hydra
+import numpy as np
+import torch
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from suite.datadir import DataError
+from suite.models.model import count_parameters
+from suite.results import ResultRecord, device_description, git_commit, library_versions
+from suite.tracking import NullTracker, Tracker
+from suite.train import Diverged
+
+log = logging.getLogger("suite.run")
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def resolve_device(name: str) -> torch.device:
+    """'auto' picks CUDA when present, else the CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def is_oom(err: BaseException) -> bool:
+    return isinstance(err, torch.OutOfMemoryError) or "out of memory" in str(err).lower()
+
+
+def make_tracker(cfg: DictConfig, run_dir: Path, multirun: bool) -> Tracker:
+    """The configured logger, with the run's directory, sweep group, tags and full config."""
+    if cfg.logger is None or cfg.logger.get("_target_") is None:
+        return NullTracker()
+    group = cfg.get("group") or (HydraConfig.get().sweep.dir if multirun else None)
+    # Partial first: the composed config passed along holds _target_ nodes that must stay data.
+    return instantiate(cfg.logger, _partial_=True)(
+        dir=run_dir,
+        group=group,
+        tags=[cfg.task.name, cfg.model.name],
+        run_config=OmegaConf.to_container(cfg, resolve=True),
+        name=f"{cfg.task.name}-{cfg.model.name}-s{cfg.seed}",
+    )
+
+
+def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: str | None = None) -> ResultRecord:
+    """Run one job and return its record (also written to ``run_dir/result.json``)."""
+    started = time.perf_counter()
+    seed_everything(cfg.seed)
+    device = resolve_device(cfg.device)
+    base = dict(
+        task=cfg.task.name,
+        dataset=str(cfg.task.get("dataset") or cfg.task.get("problem") or ""),
+        model=cfg.model.name,
+        seed=cfg.seed,
+        attention=attention,
+        device=device_description(device),
+        versions=library_versions(),
+        git_commit=git_commit(),
+        config=OmegaConf.to_container(cfg, resolve=True),
+    )
+    tracker: Tracker = NullTracker()
+    record: ResultRecord
+    try:
+        tracker = make_tracker(cfg, run_dir, multirun)
+        task = instantiate(cfg.task)
+        task.setup()
+        model = task.build_model(cfg.model).to(device)
+        base.update(dataset=task.dataset, seq_len=task.seq_len(), params=count_parameters(model), split_sizes=task.split_sizes())
+        log.info("%s/%s on %s: %d parameters, splits %s", task.name, cfg.model.name, device, base["params"], base["split_sizes"])
+        trainer = instantiate(cfg.trainer)
+        fit = trainer.fit(model, task, device, cfg.seed, checkpoint_dir=run_dir / "checkpoints", tracker=tracker)
+        record = ResultRecord(
+            status="ok",
+            metrics={**fit.test, **{f"val_{k}": v for k, v in fit.val.items()}},
+            speed=fit.speed,
+            train_seconds=fit.train_seconds,
+            steps=fit.steps,
+            epochs=fit.epochs,
+            stop_reason=fit.stop_reason,
+            **base,
+        )
+        tracker.summary({f"test/{k}": v for k, v in fit.test.items()} | {f"speed/{k}": v for k, v in fit.speed.items()} | {"params": base["params"]})
+    except Exception as err:  # noqa: BLE001 - every failure becomes a record; the sweep goes on
+        status = "diverged" if isinstance(err, Diverged) else "oom" if is_oom(err) else "failed"
+        message = f"{type(err).__name__}: {err}"
+        if not isinstance(err, DataError):
+            log.error("run failed:\n%s", traceback.format_exc())
+        record = ResultRecord(status=status, error=message, **base)
+    record.wall_seconds = time.perf_counter() - started
+    tracker.finish(exit_code=0 if record.status == "ok" else 1)
+    record.write(run_dir)
+    return record
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+def main(cfg: DictConfig) -> float | None:
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
+    run_dir = Path(hc.runtime.output_dir)
+    record = execute(cfg, run_dir, multirun, attention=hc.runtime.choices.get("model/attention"))
+    summary = ", ".join(f"{k}={v:.4f}" for k, v in record.metrics.items() if not k.startswith("val_") and k != "loss")
+    print(f"[{record.status}] {record.task}/{record.dataset} {record.model} seed={record.seed}: {summary or record.error}")
+    print(f"result: {run_dir / 'result.json'}")
+    if record.status != "ok" and not multirun:
+        sys.exit(1)
+    return record.metrics.get(f"val_{cfg.get('objective', 'accuracy')}")
+
+
+if __name__ == "__main__":
+    main()

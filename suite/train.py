@@ -1,0 +1,211 @@
+"""The one fit / evaluate loop that every task and model goes through.
+
+AdamW (or any injected optimizer), a per-step schedule, gradient clipping, optional bf16
+autocast, validation every epoch with the best checkpoint kept, early stopping, and the
+test split evaluated once with the best weights.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from suite.tracking import NullTracker, Tracker
+from suite.types import Batch, Task
+
+
+class Diverged(RuntimeError):
+    """The training loss became NaN or infinite."""
+
+
+@dataclass
+class FitResult:
+    """What a fit produced, for the result record."""
+
+    val: dict[str, float]
+    test: dict[str, float]
+    steps: int
+    epochs: int
+    best_epoch: int
+    stop_reason: str
+    train_seconds: float
+    speed: dict[str, float] = field(default_factory=dict)
+
+
+def sync(device: torch.device) -> None:
+    """Wait for queued device work, so a clock read afterwards means something."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def limited(batches: Iterable[Batch], limit: int | None) -> Iterator[Batch]:
+    """At most ``limit`` batches (all when None)."""
+    for i, batch in enumerate(batches):
+        if limit is not None and i >= limit:
+            return
+        yield batch
+
+
+class Trainer:
+    """Fits a model on a task.
+
+    Args:
+        name: profile name shown in the progress bar (smoke, quick, full).
+        optimizer: factory ``params -> Optimizer`` (Hydra ``_partial_``).
+        scheduler: factory ``(optimizer, total_steps) -> LRScheduler``.
+        max_epochs: passes over the training split.
+        max_steps: stop after this many optimizer steps (None: no cap).
+        batch_size, eval_batch_size: examples per batch.
+        grad_clip: max gradient norm (0: off).
+        precision: 'fp32' or 'bf16' (autocast).
+        patience: epochs without validation improvement before stopping (0: never stop early).
+        time_budget_s: stop training after this many seconds of training (None: no budget).
+        limit_train_batches, limit_eval_batches: cap batches per epoch / per evaluation (smoke tests).
+        log_every: steps between loss logs to the tracker.
+        progress: show a progress bar.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        optimizer: Callable[..., torch.optim.Optimizer],
+        scheduler: Callable[..., Any],
+        max_epochs: int = 10,
+        max_steps: int | None = None,
+        batch_size: int = 64,
+        eval_batch_size: int = 256,
+        grad_clip: float = 1.0,
+        precision: str = "fp32",
+        patience: int = 0,
+        time_budget_s: float | None = None,
+        limit_train_batches: int | None = None,
+        limit_eval_batches: int | None = None,
+        log_every: int = 50,
+        progress: bool = True,
+    ) -> None:
+        if precision not in ("fp32", "bf16"):
+            raise ValueError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
+        self.name = name
+        self.make_optimizer, self.make_scheduler = optimizer, scheduler
+        self.max_epochs, self.max_steps = max_epochs, max_steps
+        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
+        self.grad_clip, self.precision, self.patience = grad_clip, precision, patience
+        self.time_budget_s = time_budget_s
+        self.limit_train_batches, self.limit_eval_batches = limit_train_batches, limit_eval_batches
+        self.log_every, self.progress = log_every, progress
+
+    def autocast(self, device: torch.device):
+        if self.precision == "bf16":
+            return torch.autocast(device.type, dtype=torch.bfloat16)
+        return nullcontext()
+
+    def evaluate(self, model: nn.Module, task: Task, batches: Iterable[Batch], device: torch.device) -> tuple[dict[str, float], dict[str, float]]:
+        """Task metrics on a split, and inference throughput (real tokens and items per second)."""
+        model.eval()
+        counted = _Counted(limited(batches, self.limit_eval_batches), device)
+        with torch.inference_mode(), self.autocast(device):
+            sync(device)
+            start = time.perf_counter()
+            metrics = task.evaluate(model, counted, device)
+            sync(device)
+            seconds = time.perf_counter() - start
+        return metrics, counted.rates(seconds)
+
+    def fit(self, model: nn.Module, task: Task, device: torch.device, seed: int, checkpoint_dir: Path | None = None, tracker: Tracker | None = None) -> FitResult:
+        """Train with validation each epoch; restore the best weights; evaluate test once."""
+        tracker = tracker or NullTracker()
+        loaders = task.loaders(self.batch_size, seed, eval_batch_size=self.eval_batch_size)
+        steps_per_epoch = len(loaders["train"]) if self.limit_train_batches is None else min(len(loaders["train"]), self.limit_train_batches)
+        total = steps_per_epoch * self.max_epochs if self.max_steps is None else min(self.max_steps, steps_per_epoch * self.max_epochs)
+        optimizer = self.make_optimizer(params=[p for p in model.parameters() if p.requires_grad])
+        scheduler = self.make_scheduler(optimizer, total_steps=max(1, total))
+
+        best_score, best_state, best_val, best_epoch = -math.inf, None, {}, 0
+        step, epoch, bad_epochs, stop_reason = 0, 0, 0, "max_epochs"
+        train_seconds, tokens, items = 0.0, 0, 0
+        bar = tqdm(total=total, desc=f"{task.name}/{self.name}", disable=not self.progress, dynamic_ncols=True, leave=False)
+        for epoch in range(1, self.max_epochs + 1):
+            model.train()
+            sync(device)
+            start = time.perf_counter()
+            for batch in limited(loaders["train"], self.limit_train_batches):
+                batch = batch.to(device)
+                with self.autocast(device):
+                    loss = task.loss(model, batch)
+                if not torch.isfinite(loss):
+                    raise Diverged(f"loss became {loss.item()} at step {step}")
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if self.grad_clip:
+                    nn.utils.clip_grad_norm_(model.parameters(), self.grad_clip)
+                optimizer.step()
+                scheduler.step()
+                step, tokens, items = step + 1, tokens + batch.n_tokens, items + batch.n_items
+                if step % self.log_every == 0 or step == 1:
+                    loss_value = loss.item()
+                    tracker.log({"train/loss": loss_value, "train/lr": scheduler.get_last_lr()[0]}, step)
+                    bar.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{tokens / max(1e-9, train_seconds + time.perf_counter() - start):.0f}")
+                bar.update(1)
+                if self.max_steps is not None and step >= self.max_steps:
+                    stop_reason = "max_steps"
+                    break
+                if self.time_budget_s is not None and train_seconds + time.perf_counter() - start > self.time_budget_s:
+                    stop_reason = "time_budget"
+                    break
+            sync(device)
+            train_seconds += time.perf_counter() - start
+
+            val, _ = self.evaluate(model, task, loaders["val"], device)
+            tracker.log({f"val/{k}": v for k, v in val.items()} | {"epoch": epoch}, step)
+            bar.set_postfix(loss=f"{loss.item():.3f}", **{f"val_{task.primary_metric}": f"{val[task.primary_metric]:.3f}"})
+            score = val[task.primary_metric]
+            if score > best_score:
+                best_score, best_val, best_epoch, bad_epochs = score, val, epoch, 0
+                best_state = copy.deepcopy(model.state_dict())
+                if checkpoint_dir is not None:
+                    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+                    torch.save(best_state, checkpoint_dir / "best.pt")
+            else:
+                bad_epochs += 1
+            if stop_reason in ("max_steps", "time_budget"):
+                break
+            if self.patience and bad_epochs >= self.patience:
+                stop_reason = "early_stopping"
+                break
+        bar.close()
+
+        if best_state is not None:
+            model.load_state_dict(best_state)
+        test, infer = self.evaluate(model, task, loaders["test"], device)
+        speed = {
+            "train_tokens_per_s": tokens / train_seconds if train_seconds else 0.0,
+            "train_items_per_s": items / train_seconds if train_seconds else 0.0,
+            **infer,
+        }
+        return FitResult(val=best_val, test=test, steps=step, epochs=epoch, best_epoch=best_epoch, stop_reason=stop_reason, train_seconds=train_seconds, speed=speed)
+
+
+class _Counted:
+    """Wraps batches: moves each to the device and counts real tokens and items for throughput."""
+
+    def __init__(self, batches: Iterable[Batch], device: torch.device) -> None:
+        self.batches, self.device = batches, device
+        self.tokens = self.items = 0
+
+    def __iter__(self) -> Iterator[Batch]:
+        for batch in self.batches:
+            self.tokens += batch.n_tokens
+            self.items += batch.n_items
+            yield batch.to(self.device)
+
+    def rates(self, seconds: float) -> dict[str, float]:
+        seconds = max(seconds, 1e-9)
+        return {"infer_tokens_per_s": self.tokens / seconds, "infer_items_per_s": self.items / seconds}

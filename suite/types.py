@@ -1,0 +1,97 @@
+"""The contracts that keep tasks, models and measurements interchangeable.
+
+Shapes: B batch, L source length, T target length, D model width.
+Masks follow PyTorch's ``key_padding_mask`` convention: ``True`` marks padding.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
+
+import torch
+from torch import Tensor, nn
+
+
+@dataclass
+class Batch:
+    """One mini-batch plus the counts that measurement needs.
+
+    Args:
+        inputs: model input, e.g. token ids (B, L) or images (B, C, H, W).
+        targets: what the loss compares against, e.g. class ids (B,).
+        pad_mask: (B, L) bool, True at padding; None when nothing is padded.
+        n_items: number of examples (sequences, images) in the batch.
+        n_tokens: number of real (non-pad) input positions, for token throughput.
+        extra: task-specific tensors (e.g. target masks) moved with the batch.
+    """
+
+    inputs: Tensor
+    targets: Tensor
+    pad_mask: Tensor | None = None
+    n_items: int = 0
+    n_tokens: int = 0
+    extra: dict[str, Tensor] = field(default_factory=dict)
+
+    def to(self, device: torch.device | str) -> "Batch":
+        """Move every tensor to ``device`` in one call (non-blocking where possible)."""
+        move = lambda t: t.to(device, non_blocking=True) if isinstance(t, Tensor) else t  # noqa: E731
+        return replace(
+            self,
+            inputs=move(self.inputs),
+            targets=move(self.targets),
+            pad_mask=move(self.pad_mask),
+            extra={k: move(v) for k, v in self.extra.items()},
+        )
+
+
+@runtime_checkable
+class Backbone(Protocol):
+    """A sequence-to-sequence map of the same length: Transformer encoder, RNN, LSTM, GRU."""
+
+    d_model: int
+
+    def __call__(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
+        """(B, L, D), (B, L) bool | None -> (B, L, D)."""
+        ...
+
+
+@runtime_checkable
+class Task(Protocol):
+    """A domain: data, input embedding, head, loss and metrics. Loss and metrics never live in the model."""
+
+    name: str
+    dataset: str
+    primary_metric: str  # higher is better; drives model selection and early stopping
+
+    def setup(self) -> None:
+        """Load and split the data (idempotent)."""
+        ...
+
+    def split_sizes(self) -> dict[str, int]:
+        """Number of examples per split, for the result record."""
+        ...
+
+    def loaders(self, batch_size: int, seed: int) -> Mapping[str, Iterable[Batch]]:
+        """DataLoaders for 'train', 'val' and 'test' (train shuffled with ``seed``)."""
+        ...
+
+    def build_model(self, model_cfg: Any) -> nn.Module:
+        """Compose the task's input embedding and head around the configured backbone."""
+        ...
+
+    def loss(self, model: nn.Module, batch: Batch) -> Tensor:
+        """Scalar training loss for one batch."""
+        ...
+
+    def evaluate(self, model: nn.Module, batches: Iterable[Batch], device: torch.device) -> dict[str, float]:
+        """Metrics over a whole split; the model is already in eval mode."""
+        ...
+
+    def seq_len(self) -> int:
+        """The (maximum) input length the task feeds the model."""
+        ...
+
+
+def dataclass_dict(obj: Any) -> dict[str, Any]:
+    """Shallow dict of a dataclass (json-friendly when its fields are)."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}

@@ -1,0 +1,146 @@
+"""Classification as a task kind: any domain that maps an input to one of C classes.
+
+A domain module supplies a loader returning ``ClassificationData`` (splits, collate, the
+content embedding); this module supplies loaders, model building, loss and metrics.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.utils.data import DataLoader, Dataset
+from torchmetrics.functional.classification import multiclass_accuracy, multiclass_f1_score
+
+from suite.models.model import build_classifier
+from suite.types import Batch
+
+Metrics = Callable[[Tensor, Tensor, int], dict[str, float]]
+
+
+@dataclass
+class ClassificationData:
+    """Everything a classification task needs from its domain.
+
+    Args:
+        splits: 'train', 'val', 'test' datasets of (input, label) pairs.
+        collate: list of pairs -> Batch.
+        n_classes: number of classes.
+        class_names: one name per class id.
+        embedding: d_model -> module mapping the collated inputs to (B, L, D).
+        max_len: longest sequence the model will see.
+    """
+
+    splits: dict[str, Dataset]
+    collate: Callable[[list[tuple[Any, int]]], Batch]
+    n_classes: int
+    class_names: list[str]
+    embedding: Callable[[int], nn.Module]
+    max_len: int
+
+
+class TokenDataset(Dataset):
+    """Token-id sequences with labels, kept as int tensors."""
+
+    def __init__(self, sequences: Sequence[Sequence[int]], labels: Sequence[int]) -> None:
+        if len(sequences) != len(labels):
+            raise ValueError(f"{len(sequences)} sequences but {len(labels)} labels")
+        self.sequences = [torch.as_tensor(s, dtype=torch.long) for s in sequences]
+        self.labels = torch.as_tensor(labels, dtype=torch.long)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int) -> tuple[Tensor, int]:
+        return self.sequences[i], int(self.labels[i])
+
+
+def pad_collate(pad_id: int, max_len: int) -> Callable[[list[tuple[Tensor, int]]], Batch]:
+    """Collate (ids (L_i,), label) pairs: truncate to ``max_len``, right-pad to the batch's longest."""
+
+    def collate(pairs: list[tuple[Tensor, int]]) -> Batch:
+        seqs = [ids[:max_len] for ids, _ in pairs]
+        longest = max(1, max(len(s) for s in seqs))
+        inputs = torch.full((len(seqs), longest), pad_id, dtype=torch.long)
+        for row, s in enumerate(seqs):
+            inputs[row, : len(s)] = s
+        lengths = torch.tensor([len(s) for s in seqs])
+        pad_mask = torch.arange(longest)[None, :] >= lengths[:, None]  # (B, L), True at padding
+        targets = torch.tensor([label for _, label in pairs], dtype=torch.long)
+        return Batch(inputs, targets, pad_mask if pad_mask.any() else None, n_items=len(seqs), n_tokens=int((~pad_mask).sum()))
+
+    return collate
+
+
+def accuracy_f1(logits: Tensor, targets: Tensor, n_classes: int) -> dict[str, float]:
+    """Accuracy and macro-F1 over the whole split."""
+    preds = logits.argmax(dim=-1)
+    return {
+        "accuracy": multiclass_accuracy(preds, targets, n_classes, average="micro").item(),
+        "macro_f1": multiclass_f1_score(preds, targets, n_classes, average="macro").item(),
+    }
+
+
+class ClassificationTask:
+    """The ``Task`` contract for classification.
+
+    Args:
+        name: task name (sentiment, long_range, ...).
+        dataset: dataset name within the task.
+        load: builds the ``ClassificationData`` (called once, by ``setup``).
+        label_smoothing: cross-entropy label smoothing.
+        metrics: (logits (N, C), targets (N,), C) -> metrics; accuracy and macro-F1 by default.
+        primary_metric: metric used for model selection (higher is better).
+    """
+
+    def __init__(self, name: str, dataset: str, load: Callable[[], ClassificationData], label_smoothing: float = 0.0, metrics: Metrics = accuracy_f1, primary_metric: str = "accuracy") -> None:
+        self.name, self.dataset = name, dataset
+        self.load, self.label_smoothing = load, label_smoothing
+        self.metrics, self.primary_metric = metrics, primary_metric
+        self.data: ClassificationData | None = None
+
+    def setup(self) -> None:
+        if self.data is None:
+            self.data = self.load()
+
+    @property
+    def ready(self) -> ClassificationData:
+        if self.data is None:
+            raise RuntimeError(f"task {self.name!r} used before setup()")
+        return self.data
+
+    def split_sizes(self) -> dict[str, int]:
+        return {name: len(ds) for name, ds in self.ready.splits.items()}
+
+    def seq_len(self) -> int:
+        return self.ready.max_len
+
+    def loaders(self, batch_size: int, seed: int, eval_batch_size: int | None = None) -> dict[str, DataLoader]:
+        data = self.ready
+        gen = torch.Generator().manual_seed(seed)
+        make = lambda split, bs, shuffle: DataLoader(data.splits[split], batch_size=bs, shuffle=shuffle, generator=gen if shuffle else None, collate_fn=data.collate)  # noqa: E731
+        eval_bs = eval_batch_size or batch_size
+        return {"train": make("train", batch_size, True), "val": make("val", eval_bs, False), "test": make("test", eval_bs, False)}
+
+    def build_model(self, model_cfg: Any) -> nn.Module:
+        data = self.ready
+        return build_classifier(model_cfg, data.embedding(model_cfg.d_model), data.n_classes, data.max_len)
+
+    def loss(self, model: nn.Module, batch: Batch) -> Tensor:
+        logits = model(batch.inputs, batch.pad_mask)
+        return F.cross_entropy(logits.float(), batch.targets, label_smoothing=self.label_smoothing)
+
+    def predict(self, model: nn.Module, batches) -> tuple[Tensor, Tensor]:
+        """Concatenated logits (N, C) and targets (N,) over a split, on the CPU."""
+        logits, targets = [], []
+        for batch in batches:
+            logits.append(model(batch.inputs, batch.pad_mask).float().cpu())
+            targets.append(batch.targets.cpu())
+        return torch.cat(logits), torch.cat(targets)
+
+    def evaluate(self, model: nn.Module, batches, device: torch.device) -> dict[str, float]:
+        logits, targets = self.predict(model, batches)
+        loss = F.cross_entropy(logits, targets).item()
+        return {**self.metrics(logits, targets, self.ready.n_classes), "loss": loss}

@@ -1,0 +1,58 @@
+"""Shared fixtures: the real Hydra config composed at tiny size, and the data directory.
+
+Tests that need ``data/`` skip when it is absent on a developer machine, but fail in CI
+(``CI=true``): there a skip would hide a broken set-up.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, open_dict
+
+from suite.datadir import data_root
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+TINY_MODEL = ["model.d_model=32", "++model.backbone.d_ff=64", "++model.backbone.n_layers=1"]
+
+
+def compose_config(*overrides: str, tiny: bool = True) -> DictConfig:
+    """The real composed config (as ``python -m suite.run`` sees it), optionally shrunk."""
+    extra = []
+    if tiny:
+        extra = ["trainer=smoke", "logger=none"]
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[*extra, *overrides], return_hydra_config=False)
+    return cfg
+
+
+def shrink(cfg: DictConfig) -> DictConfig:
+    """Make the model tiny whatever its family (attention or recurrent)."""
+    with open_dict(cfg):
+        cfg.model.d_model = 32
+        bb = cfg.model.backbone
+        if "n_heads" in bb:
+            bb.n_heads, bb.d_ff, bb.n_layers = 4, 64, 1
+        if "hidden_size" in bb:
+            bb.hidden_size = 32
+    return cfg
+
+
+def need_data(*relative: str) -> Path:
+    """Path under the data directory; skip (locally) or fail (CI) when it is missing."""
+    path = data_root().joinpath(*relative)
+    if not path.exists():
+        message = f"dataset missing: {path} (run `make data`)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _seed_and_threads():
+    torch.manual_seed(0)
+    yield

@@ -1,0 +1,101 @@
+"""End to end through the runner: every task and model writes a valid result.json."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from suite.results import RESULT_FILE, read_result
+from suite.run import execute
+from tests.conftest import CONF, compose_config, need_data, shrink
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = sorted(p.stem for p in (CONF / "task").glob("*.yaml"))
+DATA_OF = {"sentiment": ("sentiment", "sst2")}  # tasks that read files (long_range generates its data)
+REQUIRED = {"status", "task", "dataset", "model", "seq_len", "params", "seed", "metrics", "speed", "train_seconds", "steps", "device", "versions", "git_commit", "config"}
+
+
+def run_tiny(tmp_path: Path, *overrides: str):
+    cfg = shrink(compose_config(*overrides))
+    return execute(cfg, tmp_path)
+
+
+@pytest.mark.parametrize("model", ["transformer", "lstm", "gru", "rnn"])
+@pytest.mark.parametrize("task", TASKS)
+def test_every_task_runs_end_to_end(task, model, tmp_path):
+    if task in DATA_OF:
+        need_data(*DATA_OF[task])
+    record = run_tiny(tmp_path, f"task={task}", f"model={model}")
+    assert record.status == "ok", record.error
+    data = json.loads((tmp_path / RESULT_FILE).read_text())
+    assert REQUIRED <= data.keys()
+    assert data["params"] > 0 and data["steps"] == 3 and data["seq_len"] > 0
+    assert 0.0 <= data["metrics"]["accuracy"] <= 1.0 and "val_accuracy" in data["metrics"]
+    assert data["speed"]["train_tokens_per_s"] > 0 and data["speed"]["infer_items_per_s"] > 0
+    assert data["config"]["model"]["name"] == model
+    assert (tmp_path / "checkpoints" / "best.pt").exists()
+
+
+def test_same_seed_same_metrics(tmp_path):
+    a = run_tiny(tmp_path / "a", "task=long_range", "model=transformer", "trainer.max_steps=5", "trainer.limit_train_batches=5")
+    b = run_tiny(tmp_path / "b", "task=long_range", "model=transformer", "trainer.max_steps=5", "trainer.limit_train_batches=5")
+    c = run_tiny(tmp_path / "c", "task=long_range", "model=transformer", "trainer.max_steps=5", "trainer.limit_train_batches=5", "seed=1")
+    assert a.metrics == b.metrics
+    assert a.metrics != c.metrics
+
+
+def test_wandb_offline_run_is_written(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    record = run_tiny(tmp_path, "task=long_range", "model=lstm", "logger=wandb")
+    assert record.status == "ok", record.error
+    runs = list((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and list(runs[0].glob("*.wandb"))
+
+
+def test_missing_dataset_names_path_and_make_data(tmp_path):
+    record = run_tiny(tmp_path, "task=sentiment", "model=lstm", f"data_dir={tmp_path / 'nowhere'}")
+    assert record.status == "failed"
+    assert str(tmp_path / "nowhere" / "sentiment" / "sst2") in record.error and "make data" in record.error
+    assert read_result(tmp_path / RESULT_FILE).status == "failed"
+
+
+def test_malformed_line_names_file_and_line(tmp_path):
+    bad = tmp_path / "data" / "sentiment" / "sst2"
+    bad.mkdir(parents=True)
+    (bad / "train.tsv").write_text("sentence\tlabel\ngood film \t1\nbad film \t0\n")
+    (bad / "dev.tsv").write_text("sentence\tlabel\nfine \t1\nnot fine \tmaybe\n")
+    (bad / "test.tsv").write_text("sentence\tlabel\nok \t1\n")
+    record = run_tiny(tmp_path / "run", "task=sentiment", "model=lstm", f"data_dir={tmp_path / 'data'}")
+    assert record.status == "failed"
+    assert f"{bad / 'dev.tsv'}:3:" in record.error and "'maybe'" in record.error
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0"}
+    return subprocess.run([sys.executable, "-m", "suite.run", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_unknown_choice_lists_the_options():
+    out = cli("task=nope")
+    assert out.returncode != 0
+    assert "nope" in out.stderr and "sentiment" in out.stderr and "long_range" in out.stderr
+    out = cli("model=nope")
+    assert "lstm" in out.stderr and "transformer" in out.stderr
+
+
+def test_multirun_records_a_failure_and_goes_on(tmp_path):
+    # The transformer's 4 heads cannot split d_model=30: that job fails, the LSTM job still runs.
+    out = cli("-m", f"hydra.sweep.dir={tmp_path}", "task=long_range", "model=transformer,lstm", "trainer=smoke", "logger=none", "model.d_model=30", "task.seq_len=16")
+    assert out.returncode == 0, out.stderr[-2000:]
+    records = {r.model: r for r in (read_result(p) for p in tmp_path.rglob(RESULT_FILE))}
+    assert records["transformer"].status == "failed" and "divisible" in records["transformer"].error
+    assert records["lstm"].status == "ok"
+    assert "result:" in out.stdout
+
+
+def test_single_run_failure_exits_nonzero(tmp_path):
+    out = cli(f"hydra.run.dir={tmp_path}", "task=sentiment", f"data_dir={tmp_path / 'nowhere'}", "trainer=smoke", "logger=none")
+    assert out.returncode == 1
+    assert "make data" in out.stdout and read_result(tmp_path / RESULT_FILE).status == "failed"

@@ -1,0 +1,40 @@
+"""Sentiment data: the GLUE protocol for SST-2, MR's encoding, and seeded stratified splits."""
+from collections import Counter
+
+import pytest
+
+from suite.splits import dedupe, stratified_split
+from tasks.sentiment import read_polarity, rt_polarity_splits, sst2_splits
+from tests.conftest import need_data
+
+
+def test_stratified_split_is_seeded_disjoint_and_balanced():
+    labels = [0] * 600 + [1] * 400
+    a = stratified_split(labels, {"train": 0.8, "val": 0.1, "test": 0.1}, seed=3)
+    b = stratified_split(labels, {"train": 0.8, "val": 0.1, "test": 0.1}, seed=3)
+    assert a == b
+    assert sum(len(v) for v in a.values()) == 1000 and not set(a["train"]) & set(a["test"])
+    assert Counter(labels[i] for i in a["test"]) == {0: 60, 1: 40}
+
+
+def test_dedupe_keeps_first():
+    assert dedupe(["a", "b", "a", "c", "b"]) == [0, 1, 3]
+
+
+def test_sst2_follows_glue_protocol():
+    need_data("sentiment", "sst2")
+    splits = sst2_splits(None, val_fraction=0.05, split_seed=0)
+    assert len(splits["test"][0]) == 872  # GLUE's dev set
+    assert Counter(splits["test"][1]) == {0: 428, 1: 444}
+    train, val = set(splits["train"][0]), set(splits["val"][0])
+    assert not train & val and len(val) > 3000
+
+
+def test_rt_polarity_decodes_cp1252_and_splits_on_newline_only():
+    root = need_data("sentiment", "rt_polarity")
+    pos = read_polarity(root / "rt-polarity.pos")
+    assert len(pos) == 5331  # splitlines() would break at 0x85 and give 5,344
+    assert any("é" in line for line in pos)
+    splits = rt_polarity_splits(None, 0.1, 0.1, split_seed=0)
+    assert sum(len(t) for t, _ in splits.values()) <= 10662
+    assert not set(splits["train"][0]) & set(splits["test"][0])

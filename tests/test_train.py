@@ -1,0 +1,71 @@
+"""The training loop: schedules, divergence, early stopping and the best checkpoint."""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from suite.schedules import inverse_sqrt, warmup_cosine
+from suite.train import Diverged, Trainer
+from tasks.long_range import build
+
+
+def lrs(make, steps):
+    opt = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=1.0)
+    sched = make(opt, total_steps=steps)
+    out = []
+    for _ in range(steps):
+        out.append(sched.get_last_lr()[0])
+        opt.step()
+        sched.step()
+    return out
+
+
+def test_warmup_cosine_shape():
+    lr = lrs(lambda o, total_steps: warmup_cosine(o, total_steps, warmup_steps=10), 100)
+    assert lr[0] == pytest.approx(0.1) and lr[9] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(lr[9:], lr[10:])) and lr[-1] < 0.01
+
+
+def test_inverse_sqrt_peaks_at_warmup_like_the_paper():
+    lr = lrs(lambda o, total_steps: inverse_sqrt(o, total_steps, warmup_steps=16), 64)
+    assert max(range(64), key=lr.__getitem__) == 15 and lr[15] == pytest.approx(1.0)
+    assert lr[63] == pytest.approx(math.sqrt(16 / 64))  # step^-0.5 decay after warm-up
+
+
+def trainer(**kw):
+    defaults = dict(name="t", optimizer=lambda params: torch.optim.AdamW(params, lr=1e-2), scheduler=lambda o, total_steps: torch.optim.lr_scheduler.LambdaLR(o, lambda s: 1.0), max_epochs=3, batch_size=32, progress=False)
+    return Trainer(**(defaults | kw))
+
+
+def tiny_task():
+    from tests.conftest import compose_config, shrink
+
+    task = build("long_range", problem="recall", seq_len=8, n_train=64, n_val=32, n_test=32)
+    task.setup()
+    cfg = shrink(compose_config("model=lstm"))
+    return task, task.build_model(cfg.model)
+
+
+def test_divergence_is_detected():
+    task, model = tiny_task()
+    with torch.no_grad():
+        next(model.parameters()).fill_(float("nan"))
+    with pytest.raises(Diverged, match="nan"):
+        trainer().fit(model, task, torch.device("cpu"), seed=0)
+
+
+def test_best_checkpoint_is_restored_and_saved(tmp_path):
+    task, model = tiny_task()
+    result = trainer(max_epochs=4).fit(model, task, torch.device("cpu"), seed=0, checkpoint_dir=tmp_path)
+    saved = torch.load(tmp_path / "best.pt")
+    assert all(torch.equal(saved[k], v) for k, v in model.state_dict().items())
+    assert 1 <= result.best_epoch <= 4 and result.epochs == 4 and result.steps == 8
+
+
+def test_early_stopping_stops(monkeypatch):
+    task, model = tiny_task()
+    scores = iter([0.5, 0.4, 0.4, 0.4, 0.4])
+    monkeypatch.setattr(task, "evaluate", lambda m, b, d: {"accuracy": next(scores), "loss": 1.0})
+    result = trainer(max_epochs=10, patience=2).fit(model, task, torch.device("cpu"), seed=0)
+    assert result.stop_reason == "early_stopping" and result.epochs == 3 and result.best_epoch == 1
