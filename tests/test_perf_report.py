@@ -1,0 +1,44 @@
+"""The perf benchmark and the report run and print what they promise (figures, not limits)."""
+import json
+
+from suite.measure import summarise, time_calls
+from suite.perf import main as perf_main
+from suite.report import main as report_main
+from suite.results import ResultRecord
+
+
+def test_timing_summary_orders_quartiles():
+    t = summarise([3.0, 1.0, 2.0, 4.0, 5.0])
+    assert t.q1 <= t.median <= t.q3 and t.median == 3.0 and t.spread > 0
+
+
+def test_time_calls_times_each_callable():
+    calls = {"a": 0, "b": 0}
+
+    def bump(name):
+        return lambda: calls.__setitem__(name, calls[name] + 1)
+
+    out = time_calls({"a": bump("a"), "b": bump("b")}, device=__import__("torch").device("cpu"), warmup=2, repeats=5)
+    assert calls == {"a": 7, "b": 7}
+    assert all(len(t.samples) == 5 and t.median > 0 for t in out.values())
+
+
+def test_perf_prints_ratios(capsys):
+    perf_main(["--batch", "2", "--length", "16", "--d-model", "32", "--layers", "1", "--heads", "2", "--d-ff", "64", "--repeats", "2", "--warmup", "1"])
+    out = capsys.readouterr().out
+    assert "training step" in out and "inference" in out and "ratio ours/torch" in out
+
+
+def test_report_aggregates_seeds_and_failures(tmp_path, capsys):
+    def rec(seed, acc, status="ok"):
+        r = ResultRecord(status=status, task="sentiment", dataset="sst2", model="lstm", seed=seed, seq_len=64, params=10,
+                         metrics={"accuracy": acc, "val_accuracy": 0.9} if status == "ok" else {},
+                         speed={"train_tokens_per_s": 100.0, "infer_tokens_per_s": 300.0} if status == "ok" else {},
+                         error=None if status == "ok" else "boom")
+        r.write(tmp_path / f"run{seed}")
+
+    rec(0, 0.80), rec(1, 0.82), rec(2, 0.0, status="failed")
+    assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
+    table = (tmp_path / "results" / "t" / "summary.md").read_text()
+    assert "2/3 ok" in table and "accuracy 0.81 ± 0.014" in table and "failed: boom" in table
+    assert (tmp_path / "results" / "t" / "summary.csv").read_text().startswith("task,")
