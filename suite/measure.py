@@ -54,3 +54,71 @@ def time_calls(fns: dict[str, Callable[[], object]], device: torch.device, warmu
             sync(device)
             samples[name].append(time.perf_counter() - start)
     return {name: summarise(s) for name, s in samples.items()}
+
+
+# --- FLOPs and the machine's peak -------------------------------------------------------------
+
+
+def flop_mapping() -> dict:
+    """Formulas for the CPU flash-attention kernels, which ``FlopCounterMode`` leaves uncounted."""
+    from torch.utils import flop_counter as fc
+
+    aten = torch.ops.aten
+
+    def forward(q, k, v, *args, out_shape=None, **kwargs) -> int:  # shapes, as FlopCounterMode passes them
+        return fc.sdpa_flop_count(q, k, v)
+
+    def backward(grad_out, q, k, v, *args, out_shape=None, **kwargs) -> int:
+        return fc.sdpa_backward_flop_count(grad_out, q, k, v)
+
+    return {
+        aten._scaled_dot_product_flash_attention_for_cpu: forward,
+        aten._scaled_dot_product_flash_attention_for_cpu_backward: backward,
+    }
+
+
+def count_flops(fn: Callable[[], object]) -> int:
+    """Floating-point operations of one call, from ``torch.utils.flop_counter`` (a multiply-add is 2)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False, custom_mapping=flop_mapping()) as counter:
+        fn()
+    return int(counter.get_total_flops())
+
+
+def matmul_peak_flops(device: torch.device, size: int | None = None, dtype: torch.dtype = torch.float32, repeats: int = 5) -> float:
+    """The machine's attainable FLOP/s: median of timed large square matmuls, the MFU denominator."""
+    size = size or (8192 if device.type == "cuda" else 2048)
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    t = time_calls({"mm": lambda: a @ b}, device, warmup=2, repeats=repeats)["mm"]
+    return 2 * size**3 / t.median
+
+
+# --- peak memory ----------------------------------------------------------------------------
+
+
+def peak_memory(fn: Callable[[], object], device: torch.device) -> int:
+    """Peak bytes allocated by tensors during one call, above what was allocated before it.
+
+    On CUDA: the caching allocator's peak statistic, reset first. On the CPU: the allocator's
+    own accounting, replayed from the profiler's allocation and free events in time order.
+    Both are per call, so earlier points in the same process cannot inflate a later one.
+    """
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        start = torch.cuda.memory_allocated(device)
+        fn()
+        torch.cuda.synchronize(device)
+        return torch.cuda.max_memory_allocated(device) - start
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"), key=lambda e: e.start_ns())
+    current = peak = 0
+    for event in events:
+        current += event.nbytes()  # negative for a free
+        peak = max(peak, current)
+    return peak

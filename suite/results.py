@@ -12,7 +12,7 @@ import torch
 
 from suite.datadir import PROJECT_ROOT
 
-STATUSES = ("ok", "failed", "diverged", "oom")
+STATUSES = ("ok", "failed", "diverged", "oom", "timeout", "skipped")
 RESULT_FILE = "result.json"
 
 
@@ -41,6 +41,7 @@ class ResultRecord:
     stop_reason: str | None = None
     wall_seconds: float | None = None
     error: str | None = None
+    curves: dict[str, list[float]] = field(default_factory=dict)
     attention: str | None = None
     device: str = ""
     versions: dict[str, str] = field(default_factory=dict)

@@ -15,6 +15,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import hydra
 import numpy as np
@@ -26,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from suite.datadir import DataError
 from suite.models.model import count_parameters
-from suite.results import ResultRecord, device_description, git_commit, library_versions
+from suite.results import RESULT_FILE, ResultRecord, device_description, git_commit, library_versions, read_result
 from suite.tracking import NullTracker, Tracker
 from suite.train import Diverged
 
@@ -65,12 +66,70 @@ def make_tracker(cfg: DictConfig, run_dir: Path, multirun: bool) -> Tracker:
     )
 
 
-def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: str | None = None) -> ResultRecord:
-    """Run one job and return its record (also written to ``run_dir/result.json``)."""
+def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker) -> dict[str, Any]:
+    """Fit on the training split, select on validation, evaluate test once; returns the record's fields."""
+    task = instantiate(cfg.task)
+    task.setup()
+    model = task.build_model(cfg.model).to(device)
+    params = count_parameters(model)
+    log.info("%s/%s on %s: %d parameters, splits %s", task.name, cfg.model.name, device, params, task.split_sizes())
+    trainer = instantiate(cfg.trainer)
+    fit = trainer.fit(model, task, device, cfg.seed, checkpoint_dir=run_dir / "checkpoints", tracker=tracker)
+    tracker.summary({f"test/{k}": v for k, v in fit.test.items()} | {f"speed/{k}": v for k, v in fit.speed.items()} | {"params": params})
+    return dict(
+        status="ok",
+        dataset=task.dataset,
+        seq_len=task.seq_len(),
+        params=params,
+        split_sizes=task.split_sizes(),
+        metrics={**fit.test, **{f"val_{k}": v for k, v in fit.val.items()}},
+        speed=fit.speed,
+        train_seconds=fit.train_seconds,
+        steps=fit.steps,
+        epochs=fit.epochs,
+        stop_reason=fit.stop_reason,
+    )
+
+
+def failure_status(err: BaseException) -> str:
+    """The record status an exception stands for."""
+    from suite.speed import PointSkipped, PointTimeout
+
+    if isinstance(err, Diverged):
+        return "diverged"
+    if isinstance(err, PointTimeout):
+        return "timeout"
+    if isinstance(err, PointSkipped):
+        return "skipped"
+    return "oom" if is_oom(err) else "failed"
+
+
+def finished(run_dir: Path, config: dict[str, Any]) -> ResultRecord | None:
+    """The record already in ``run_dir`` if it finished ok with this very config (so a re-run skips it)."""
+    path = run_dir / RESULT_FILE
+    if not path.exists():
+        return None
+    try:
+        record = read_result(path)
+    except (ValueError, TypeError):
+        return None
+    return record if record.status == "ok" and record.config == config else None
+
+
+def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: str | None = None, resume: bool = True) -> ResultRecord:
+    """Run the configured job (``cfg.job``) and return its record, also written to ``run_dir/result.json``.
+
+    With ``resume``, a run directory that already holds an ok record of the same composed
+    config is not run again: an interrupted sweep loses nothing and repeats nothing.
+    """
+    config = OmegaConf.to_container(cfg, resolve=True)
+    if resume and (done := finished(run_dir, config)) is not None:
+        log.info("already finished with this config: %s", run_dir / RESULT_FILE)
+        return done
     started = time.perf_counter()
     seed_everything(cfg.seed)
     device = resolve_device(cfg.device)
-    base = dict(
+    base: dict[str, Any] = dict(
         task=cfg.task.name,
         dataset=str(cfg.task.get("dataset") or cfg.task.get("problem") or ""),
         model=cfg.model.name,
@@ -79,38 +138,20 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
         device=device_description(device),
         versions=library_versions(),
         git_commit=git_commit(),
-        config=OmegaConf.to_container(cfg, resolve=True),
+        config=config,
     )
     tracker: Tracker = NullTracker()
-    record: ResultRecord
     try:
         tracker = make_tracker(cfg, run_dir, multirun)
-        task = instantiate(cfg.task)
-        task.setup()
-        model = task.build_model(cfg.model).to(device)
-        base.update(dataset=task.dataset, seq_len=task.seq_len(), params=count_parameters(model), split_sizes=task.split_sizes())
-        log.info("%s/%s on %s: %d parameters, splits %s", task.name, cfg.model.name, device, base["params"], base["split_sizes"])
-        trainer = instantiate(cfg.trainer)
-        fit = trainer.fit(model, task, device, cfg.seed, checkpoint_dir=run_dir / "checkpoints", tracker=tracker)
-        record = ResultRecord(
-            status="ok",
-            metrics={**fit.test, **{f"val_{k}": v for k, v in fit.val.items()}},
-            speed=fit.speed,
-            train_seconds=fit.train_seconds,
-            steps=fit.steps,
-            epochs=fit.epochs,
-            stop_reason=fit.stop_reason,
-            **base,
-        )
-        tracker.summary({f"test/{k}": v for k, v in fit.test.items()} | {f"speed/{k}": v for k, v in fit.speed.items()} | {"params": base["params"]})
+        job = instantiate(cfg.job)
+        record = ResultRecord(**(base | job(cfg=cfg, device=device, run_dir=run_dir, tracker=tracker)))
     except Exception as err:  # noqa: BLE001 - every failure becomes a record; the sweep goes on
-        status = "diverged" if isinstance(err, Diverged) else "oom" if is_oom(err) else "failed"
-        message = f"{type(err).__name__}: {err}"
-        if not isinstance(err, DataError):
+        status = failure_status(err)
+        if status == "failed" and not isinstance(err, DataError):
             log.error("run failed:\n%s", traceback.format_exc())
-        record = ResultRecord(status=status, error=message, **base)
+        record = ResultRecord(status=status, error=f"{type(err).__name__}: {err}", **base)
     record.wall_seconds = time.perf_counter() - started
-    tracker.finish(exit_code=0 if record.status == "ok" else 1)
+    tracker.finish(exit_code=0 if record.status in ("ok", "skipped") else 1)
     record.write(run_dir)
     return record
 
@@ -121,10 +162,10 @@ def main(cfg: DictConfig) -> float | None:
     multirun = hc.mode == RunMode.MULTIRUN
     run_dir = Path(hc.runtime.output_dir)
     record = execute(cfg, run_dir, multirun, attention=hc.runtime.choices.get("model/attention"))
-    summary = ", ".join(f"{k}={v:.4f}" for k, v in record.metrics.items() if not k.startswith("val_") and k != "loss")
+    summary = ", ".join(f"{k}={v:.4g}" for k, v in record.metrics.items() if not k.startswith("val_") and k != "loss")
     print(f"[{record.status}] {record.task}/{record.dataset} {record.model} seed={record.seed}: {summary or record.error}")
     print(f"result: {run_dir / 'result.json'}")
-    if record.status != "ok" and not multirun:
+    if record.status not in ("ok", "skipped") and not multirun:
         sys.exit(1)
     return record.metrics.get(f"val_{cfg.get('objective', 'accuracy')}")
 

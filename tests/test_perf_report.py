@@ -39,6 +39,7 @@ def test_report_aggregates_seeds_and_failures(tmp_path, capsys):
 
     rec(0, 0.80), rec(1, 0.82), rec(2, 0.0, status="failed")
     assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
-    table = (tmp_path / "results" / "t" / "summary.md").read_text()
+    table = (tmp_path / "results" / "t" / "results.md").read_text()
     assert "2/3 ok" in table and "accuracy 0.81 ± 0.014" in table and "failed: boom" in table
-    assert (tmp_path / "results" / "t" / "summary.csv").read_text().startswith("task,")
+    assert (tmp_path / "results" / "t" / "index.html").exists() and (tmp_path / "results" / "t" / "domains.png").exists()
+    assert (tmp_path / "results" / "t" / "results.csv").read_text().startswith("task,")

@@ -1,0 +1,176 @@
+"""The report's figures, each drawn from result records (nothing typed by hand).
+
+Every function takes records and an output path, draws one PNG, and returns the path, or
+None when the records hold nothing for that figure.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+from suite.results import ResultRecord  # noqa: E402
+
+MODEL_ORDER = ["transformer", "transformer_base", "vit", "lstm", "bilstm", "gru", "rnn", "lead"]
+
+
+def model_key(name: str) -> tuple[int, str]:
+    return (MODEL_ORDER.index(name) if name in MODEL_ORDER else len(MODEL_ORDER), name)
+
+
+def is_speed(r: ResultRecord) -> bool:
+    return "train_step_ms" in r.speed
+
+
+def is_training(r: ResultRecord) -> bool:
+    return r.status == "ok" and not is_speed(r) and not r.curves
+
+
+def primary(r: ResultRecord) -> tuple[str, float] | None:
+    """The headline test metric of a run: accuracy when present, else the first test metric."""
+    tests = {k: v for k, v in r.metrics.items() if not k.startswith("val_") and k != "loss"}
+    if not tests:
+        return None
+    key = "accuracy" if "accuracy" in tests else sorted(tests)[0]
+    return key, tests[key]
+
+
+def series_by_model(records: list[ResultRecord], value: Callable[[ResultRecord], float | None]) -> dict[str, dict[int, list[float]]]:
+    """model -> seq_len -> values (over seeds)."""
+    out: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        v = value(r)
+        if v is not None and r.seq_len:
+            out[r.model][r.seq_len].append(v)
+    return out
+
+
+def draw_lines(ax, series: dict[str, dict[int, list[float]]], logy: bool) -> None:
+    for model in sorted(series, key=model_key):
+        xs = sorted(series[model])
+        means = [statistics.mean(series[model][x]) for x in xs]
+        errs = [statistics.stdev(series[model][x]) if len(series[model][x]) > 1 else 0 for x in xs]
+        ax.errorbar(xs, means, yerr=errs, marker="o", capsize=3, label=model)
+    ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel("sequence length")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+
+
+def missing_note(fig, records: list[ResultRecord]) -> None:
+    """Name the points that produced no figure, and why, under the plot."""
+    missing = sorted(f"{r.model} L={r.seq_len}: {r.status}" for r in records if r.status != "ok")
+    if missing:
+        fig.text(0.01, 0.01, "not measured: " + "; ".join(missing), fontsize=7, wrap=True)
+
+
+def accuracy_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
+    runs = [r for r in records if r.task == "long_range" or r.config.get("experiment_kind") == "long_range"]
+    runs = [r for r in runs if not is_speed(r) and not r.curves]
+    ok = [r for r in runs if r.status == "ok"]
+    datasets = sorted({r.dataset for r in ok})
+    if not datasets:
+        return None
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4.2), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        draw_lines(ax, series_by_model([r for r in ok if r.dataset == dataset], lambda r: r.metrics.get("accuracy")), logy=False)
+        ax.set_title(f"{dataset}: test accuracy vs length")
+        ax.set_ylabel("test accuracy")
+    missing_note(fig, runs)
+    return save(fig, out)
+
+
+def speed_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
+    runs = [r for r in records if is_speed(r) or (r.status != "ok" and r.config.get("job", {}).get("_target_", "").endswith("speed_job"))]
+    ok = [r for r in runs if r.status == "ok"]
+    if not ok:
+        return None
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
+    panels = [("train_tokens_per_s", "training throughput (tokens/s)"), ("infer_tokens_per_s", "inference throughput (tokens/s)"), ("ms_per_token_train", "training time per token (ms)")]
+    for ax, (key, title) in zip(axes, panels):
+        draw_lines(ax, series_by_model(ok, lambda r, k=key: r.speed.get(k)), logy=True)
+        ax.set_title(title)
+    missing_note(fig, runs)
+    return save(fig, out)
+
+
+def memory_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
+    ok = [r for r in records if is_speed(r) and r.status == "ok"]
+    if not ok:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    for ax, key, title in ((axes[0], "peak_mem_train_bytes", "peak memory, training step (MiB)"), (axes[1], "peak_mem_infer_bytes", "peak memory, inference (MiB)")):
+        draw_lines(ax, series_by_model(ok, lambda r, k=key: r.speed.get(k, 0) / 2**20 or None), logy=True)
+        ax.set_title(title)
+    return save(fig, out)
+
+
+def gradient_flow(records: list[ResultRecord], out: Path) -> Path | None:
+    runs = [r for r in records if r.status == "ok" and "grad_norm_relative_by_distance" in r.curves]
+    if not runs:
+        return None
+    fig, ax = plt.subplots(figsize=(6.5, 4.4))
+    for r in sorted(runs, key=lambda r: model_key(r.model)):
+        curve = r.curves["grad_norm_relative_by_distance"]
+        floor = [max(v, 1e-30) for v in curve]
+        ax.plot(range(len(floor)), floor, label=f"{r.model} (L={r.seq_len})")
+    ax.set_yscale("log")
+    ax.set_xlabel("distance from the output (positions)")
+    ax.set_ylabel("||dL/dx_t|| relative to distance 0")
+    ax.set_title("gradient reaching each input position, at initialisation\n(the floor at 1e-30 marks exact zeros: float32 underflow)", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    return save(fig, out)
+
+
+def domain_bars(records: list[ResultRecord], out: Path) -> Path | None:
+    runs = [r for r in records if is_training(r) and r.task != "long_range" and primary(r)]
+    if not runs:
+        return None
+    groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    metric_of: dict[str, str] = {}
+    for r in runs:
+        key, value = primary(r)
+        label = f"{r.task}\n{r.dataset}"
+        metric_of[label] = key
+        groups[label][r.model].append(value)
+    labels = sorted(groups)
+    models = sorted({m for g in groups.values() for m in g}, key=model_key)
+    width = 0.8 / len(models)
+    fig, ax = plt.subplots(figsize=(max(6, 1.8 * len(labels)), 4.4))
+    for i, model in enumerate(models):
+        xs = [j + i * width for j, label in enumerate(labels) if model in groups[label]]
+        ys = [statistics.mean(groups[label][model]) for label in labels if model in groups[label]]
+        ax.bar(xs, ys, width, label=model)
+    ax.set_xticks([j + width * (len(models) - 1) / 2 for j in range(len(labels))])
+    ax.set_xticklabels([f"{label}\n({metric_of[label]})" for label in labels], fontsize=8)
+    ax.set_ylabel("test metric")
+    ax.set_title("per-domain test results")
+    ax.legend()
+    ax.grid(True, axis="y", alpha=0.3)
+    return save(fig, out)
+
+
+def save(fig, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+FIGURES: dict[str, Callable[[list[ResultRecord], Path], Path | None]] = {
+    "accuracy_vs_length": accuracy_vs_length,
+    "speed_vs_length": speed_vs_length,
+    "memory_vs_length": memory_vs_length,
+    "gradient_flow": gradient_flow,
+    "domains": domain_bars,
+}

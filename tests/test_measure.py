@@ -1,0 +1,92 @@
+"""The measurement harness on tiny models: figures, statuses, memory growth, FLOPs, resume."""
+import pytest
+import torch
+
+from suite.measure import count_flops, peak_memory
+from suite.models.transformer import Encoder, EncoderLayer
+from suite.results import RESULT_FILE, read_result
+from suite.run import execute
+from tests.conftest import compose_config, shrink
+
+
+def speed_cfg(model: str, seq_len: int, *extra: str):
+    cfg = compose_config("experiment=speed_vs_length", f"model={model}", f"task.seq_len={seq_len}", "job.repeats=2", "job.warmup=1", "job.measure_peak=false", *extra)
+    return shrink(cfg)
+
+
+@pytest.mark.parametrize("model", ["transformer", "lstm"])
+def test_speed_point_figures_are_positive_finite_with_spread(model, tmp_path):
+    record = execute(speed_cfg(model, 32), tmp_path)
+    assert record.status == "ok", record.error
+    s = record.speed
+    for key in ("train_tokens_per_s", "infer_tokens_per_s", "latency_ms", "peak_mem_train_bytes", "flops_train_step", "train_step_iqr_ms"):
+        assert s[key] >= 0 and torch.isfinite(torch.tensor(s[key])), key
+    assert s["train_tokens_per_s"] > 0 and s["flops_train_step"] > s["flops_infer"] > 0
+    assert s["peak_mem_train_bytes"] > s["peak_mem_infer_bytes"] > 0
+
+
+def test_oom_point_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    import suite.speed
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
+
+    monkeypatch.setattr(suite.speed, "measure_model", out_of_memory)
+    assert execute(speed_cfg("transformer", 32), tmp_path / "a").status == "oom"
+    monkeypatch.undo()
+    assert execute(speed_cfg("transformer", 32), tmp_path / "b").status == "ok"
+
+
+def test_time_budget_and_length_cap_are_recorded(tmp_path):
+    slow = execute(speed_cfg("lstm", 64, "job.time_budget_s=1e-6"), tmp_path / "slow")
+    assert slow.status == "timeout" and "budget" in slow.error
+    capped = execute(speed_cfg("lstm", 64, "job.max_len=32"), tmp_path / "capped")
+    assert capped.status == "skipped" and "max_len=32" in capped.error
+    assert read_result(tmp_path / "capped" / RESULT_FILE).status == "skipped"
+
+
+def test_full_attention_memory_grows_with_length():
+    torch.manual_seed(0)
+    layer = Encoder(32, 1, 2, 64, dropout=0.0).train()
+    peaks = []
+    for length in (128, 256, 512):
+        x = torch.randn(2, length, 32, requires_grad=True)
+        peaks.append(peak_memory(lambda: layer(x).sum().backward(), torch.device("cpu")))
+    assert peaks[0] < peaks[1] < peaks[2]
+
+
+def test_encoder_layer_flops_match_the_analytic_count():
+    b, l, d, f = 2, 48, 64, 256
+    layer = EncoderLayer(d, 4, f, dropout=0.0).eval()
+    x = torch.randn(b, l, d)
+    projections = 2 * b * l * (4 * d * d)  # q, k, v and output: 4 D x D matmuls
+    attention = 2 * 2 * b * l * l * d  # scores q k^T and weights @ v
+    feed_forward = 2 * b * l * (2 * d * f)
+    with torch.no_grad():
+        assert count_flops(lambda: layer(x)) == projections + attention + feed_forward
+
+
+def test_resume_skips_finished_points(tmp_path, monkeypatch):
+    cfg = shrink(compose_config("task=long_range", "model=lstm", "task.seq_len=16"))
+    first = execute(cfg, tmp_path)
+    assert first.status == "ok"
+    import suite.run
+
+    monkeypatch.setattr(suite.run, "train_job", lambda **kw: pytest.fail("a finished point ran again"))
+    again = execute(cfg, tmp_path)
+    assert again.metrics == first.metrics and again.wall_seconds == first.wall_seconds
+    changed = shrink(compose_config("task=long_range", "model=lstm", "task.seq_len=16", "seed=1"))
+    monkeypatch.undo()
+    assert execute(changed, tmp_path).seed == 1  # another config in the same directory runs
+
+
+def test_gradient_flow_decays_for_rnn_not_for_attention(tmp_path):
+    curves = {}
+    for model in ("transformer", "rnn"):
+        cfg = shrink(compose_config("experiment=gradient_flow", f"model={model}", "task.seq_len=64", "job.n_models=2", "job.batch_size=8"))
+        record = execute(cfg, tmp_path / model)
+        assert record.status == "ok", record.error
+        curves[model] = record.curves["grad_norm_relative_by_distance"]
+    assert len(curves["rnn"]) == 64 and curves["rnn"][0] == 1.0
+    assert curves["rnn"][40] < 1e-3 * curves["rnn"][1]  # vanishing with distance
+    assert curves["transformer"][40] > 0.1  # attention reaches far positions directly
