@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from suite.results import ResultRecord  # noqa: E402
 
+LENGTH_TASKS = ("long_range", "news_topic")  # tasks whose accuracy is studied against length
 MODEL_ORDER = ["transformer", "transformer_base", "vit", "lstm", "bilstm", "gru", "rnn", "lead"]
 
 
@@ -73,7 +74,7 @@ def missing_note(fig, records: list[ResultRecord]) -> None:
 
 
 def accuracy_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
-    runs = [r for r in records if r.task == "long_range" or r.config.get("experiment_kind") == "long_range"]
+    runs = [r for r in records if r.task in LENGTH_TASKS]
     runs = [r for r in runs if not is_speed(r) and not r.curves]
     ok = [r for r in runs if r.status == "ok"]
     datasets = sorted({r.dataset for r in ok})
@@ -132,7 +133,7 @@ def gradient_flow(records: list[ResultRecord], out: Path) -> Path | None:
 
 
 def domain_bars(records: list[ResultRecord], out: Path) -> Path | None:
-    runs = [r for r in records if is_training(r) and r.task != "long_range" and primary(r)]
+    runs = [r for r in records if is_training(r) and r.task not in LENGTH_TASKS and primary(r)]
     if not runs:
         return None
     groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))

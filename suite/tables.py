@@ -43,3 +43,23 @@ def parse_labels(path: Path, values: list[str], allowed: dict[str, int], header_
             raise DataError(f"{path}:{row + 1 + header_lines}: label {value!r} is not one of {sorted(allowed)}")
         ids.append(allowed[value])
     return ids
+
+
+def read_jsonl(path: Path, fields: list[str]) -> list[dict]:
+    """Read a JSON Lines file; a malformed line or a missing field is a ``DataError`` naming file and line."""
+    import json
+
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{path}:{number}: not valid JSON ({err.msg})") from err
+            missing = [k for k in fields if k not in record]
+            if missing:
+                raise DataError(f"{path}:{number}: record lacks field(s) {missing}")
+            records.append(record)
+    return records

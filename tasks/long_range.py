@@ -146,7 +146,9 @@ def load(problem: str, seq_len: int, n_train: int, n_val: int, n_test: int, spli
     )
 
 
-def build(name: str, problem: str = "recall", seq_len: int = 128, n_train: int = 4000, n_val: int = 500, n_test: int = 1000, split_seed: int = 0, n_classes: int = 8, n_filler: int = 32, max_depth: int = 10, max_args: int = 5, label_smoothing: float = 0.0) -> ClassificationTask:
+def build(name: str, problem: str = "recall", dataset: str | None = None, seq_len: int = 128, n_train: int = 2000, n_val: int = 300, n_test: int = 500, split_seed: int = 0, n_classes: int = 8, n_filler: int = 32, max_depth: int = 10, max_args: int = 5, label_smoothing: float = 0.0) -> ClassificationTask:
     """The long-range task (``conf/task/long_range.yaml``); ``dataset`` in records is the problem name."""
+    if dataset not in (None, problem):
+        raise ValueError(f"long_range dataset {dataset!r} must name its problem {problem!r}")
     loader = partial(load, problem, seq_len, n_train, n_val, n_test, split_seed, n_classes, n_filler, max_depth, max_args)
     return ClassificationTask(name, problem, loader, label_smoothing=label_smoothing)

@@ -13,7 +13,7 @@ from tests.conftest import CONF, compose_config, need_data, shrink
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = sorted(p.stem for p in (CONF / "task").glob("*.yaml"))
-DATA_OF = {"sentiment": ("sentiment", "sst2")}  # tasks that read files (long_range generates its data)
+DATA_OF = {"sentiment": ("sentiment", "sst2"), "news_topic": ("summarization", "bbc_news_summary")}  # tasks that read files (long_range generates its data)
 REQUIRED = {"status", "task", "dataset", "model", "seq_len", "params", "seed", "metrics", "speed", "train_seconds", "steps", "device", "versions", "git_commit", "config"}
 
 
