@@ -9,8 +9,12 @@ STAMP := $(VENV)/.installed-stamp
 SHARED_DATA ?= $(abspath ../shared/data)
 FASHION_MNIST := /usr/share/datasets/fashion-mnist
 RUN := $(PYTHON) -m suite.run
+BENCH_DIR ?= runs/bench-quick
+BENCH_FULL_DIR ?= runs/bench-full
+RUNS ?= $(BENCH_DIR)
+NAME ?= quick
 
-.PHONY: help install data fashion-mnist test test-slow bench perf clean
+.PHONY: help install data fashion-mnist test test-slow bench bench-full report perf clean
 
 help: ## List the commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -40,10 +44,24 @@ test: data ## Run the tests (fast set; a few minutes)
 test-slow: data ## Run the slower checks (marker 'slow')
 	$(PYTHON) -m pytest -m slow -q
 
-bench: data ## The quick benchmark: every task at trainer=quick, Transformer against LSTM; prints a summary table
-	$(RUN) -m hydra.sweep.dir=runs/bench-quick logger=wandb trainer=quick \
-	  task=sentiment,long_range model=transformer,lstm
-	$(PYTHON) -m suite.report runs/bench-quick --name quick
+bench: data ## The quick benchmark (<20 min on 2 cores): every task, both sweeps at reduced size, the report in results/quick/
+	$(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks
+	$(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_vs_length \
+	  task.seq_len=64,256,1024,4096 job.repeats=3 job.time_budget_s=60 job.max_len=4096
+	$(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range \
+	  task=recall,listops,news_topic task.seq_len=64,256 model=transformer,lstm trainer.max_steps=150 trainer.progress=false
+	$(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_DIR)/gradient_flow
+	$(PYTHON) -m suite.report $(BENCH_DIR) --name quick --wandb
+
+bench-full: data ## The full benchmark: trainer=full on every task, full sweeps (hours on a CPU; meant for a GPU)
+	$(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_FULL_DIR)/tasks trainer=full seed=0,1,2
+	$(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_FULL_DIR)/speed_vs_length
+	$(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_FULL_DIR)/long_range
+	$(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_FULL_DIR)/gradient_flow task.seq_len=512
+	$(PYTHON) -m suite.report $(BENCH_FULL_DIR) --name full --wandb
+
+report: install ## Rebuild results/<NAME>/ from run directories: make report RUNS=runs/bench-quick NAME=quick
+	$(PYTHON) -m suite.report $(RUNS) --name $(NAME)
 
 perf: install ## Our encoder against torch.nn.TransformerEncoder: training-step and inference time, as ratios
 	$(PYTHON) -m suite.perf

@@ -7,6 +7,7 @@ test split evaluated once with the best weights.
 from __future__ import annotations
 
 import copy
+import logging
 import math
 import time
 from contextlib import nullcontext
@@ -20,6 +21,8 @@ from tqdm.auto import tqdm
 
 from suite.tracking import NullTracker, Tracker
 from suite.types import Batch, Task
+
+log = logging.getLogger("suite.train")
 
 
 class Diverged(RuntimeError):
@@ -167,6 +170,7 @@ class Trainer:
             tracker.log({f"val/{k}": v for k, v in val.items()} | {"epoch": epoch}, step)
             bar.set_postfix(loss=f"{loss.item():.3f}", **{f"val_{task.primary_metric}": f"{val[task.primary_metric]:.3f}"})
             score = val[task.primary_metric]
+            log.info("epoch %d, step %d, %.0fs: val %s", epoch, step, train_seconds, ", ".join(f"{k}={v:.4f}" for k, v in val.items()))
             if score > best_score:
                 best_score, best_val, best_epoch, bad_epochs = score, val, epoch, 0
                 best_state = copy.deepcopy(model.state_dict())
