@@ -9,14 +9,18 @@ import torch
 from torch import Tensor, nn
 
 
-class MeanPooling(nn.Module):
-    """Average over real (non-pad) positions."""
+class Pooling(nn.Module):
+    """(B, L, D), (B, L) mask -> (B, D). By default nothing is prepended to the input."""
 
     def __init__(self, d_model: int) -> None:
         super().__init__()
 
     def prepend(self, x: Tensor, pad_mask: Tensor | None) -> tuple[Tensor, Tensor | None]:
         return x, pad_mask
+
+
+class MeanPooling(Pooling):
+    """Average over real (non-pad) positions."""
 
     def forward(self, h: Tensor, pad_mask: Tensor | None) -> Tensor:
         """(B, L, D), (B, L) -> (B, D)."""
@@ -26,14 +30,8 @@ class MeanPooling(nn.Module):
         return (h * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1.0)
 
 
-class LastPooling(nn.Module):
+class LastPooling(Pooling):
     """The output at the last real position: a unidirectional RNN's summary of the whole input."""
-
-    def __init__(self, d_model: int) -> None:
-        super().__init__()
-
-    def prepend(self, x: Tensor, pad_mask: Tensor | None) -> tuple[Tensor, Tensor | None]:
-        return x, pad_mask
 
     def forward(self, h: Tensor, pad_mask: Tensor | None) -> Tensor:
         if pad_mask is None:
@@ -42,7 +40,7 @@ class LastPooling(nn.Module):
         return h[torch.arange(h.size(0), device=h.device), last]
 
 
-class ClsPooling(nn.Module):
+class ClsPooling(Pooling):
     """A learned [CLS] vector prepended to the input; its output summarises the sequence."""
 
     def __init__(self, d_model: int) -> None:
