@@ -44,7 +44,7 @@ class ClsPooling(Pooling):
     """A learned [CLS] vector prepended to the input; its output summarises the sequence."""
 
     def __init__(self, d_model: int) -> None:
-        super().__init__()
+        super().__init__(d_model)
         self.cls = nn.Parameter(torch.zeros(1, 1, d_model))
 
     def prepend(self, x: Tensor, pad_mask: Tensor | None) -> tuple[Tensor, Tensor | None]:
