@@ -41,6 +41,7 @@ class ResultRecord:
     stop_reason: str | None = None
     wall_seconds: float | None = None
     error: str | None = None
+    artifacts: list[str] = field(default_factory=list)  # files the task wrote into the run directory (plots)
     attention: str | None = None
     device: str = ""
     versions: dict[str, str] = field(default_factory=dict)

@@ -29,6 +29,7 @@ from suite.models.model import count_parameters
 from suite.results import ResultRecord, device_description, git_commit, library_versions
 from suite.tracking import NullTracker, Tracker
 from suite.train import Diverged
+from suite.types import WritesArtifacts
 
 log = logging.getLogger("suite.run")
 
@@ -92,6 +93,7 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
         log.info("%s/%s on %s: %d parameters, splits %s", task.name, cfg.model.name, device, base["params"], base["split_sizes"])
         trainer = instantiate(cfg.trainer)
         fit = trainer.fit(model, task, device, cfg.seed, checkpoint_dir=run_dir / "checkpoints", tracker=tracker)
+        artifacts = task.write_artifacts(model, run_dir, device) if isinstance(task, WritesArtifacts) else []
         record = ResultRecord(
             status="ok",
             metrics={**fit.test, **{f"val_{k}": v for k, v in fit.val.items()}},
@@ -100,6 +102,7 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
             steps=fit.steps,
             epochs=fit.epochs,
             stop_reason=fit.stop_reason,
+            artifacts=[str(Path(p).relative_to(run_dir)) for p in artifacts],
             **base,
         )
         tracker.summary({f"test/{k}": v for k, v in fit.test.items()} | {f"speed/{k}": v for k, v in fit.speed.items()} | {"params": base["params"]})
