@@ -42,6 +42,7 @@ class ResultRecord:
     wall_seconds: float | None = None
     error: str | None = None
     curves: dict[str, list[float]] = field(default_factory=dict)
+    artifacts: list[str] = field(default_factory=list)  # files the task wrote into the run directory (plots)
     attention: str | None = None
     device: str = ""
     versions: dict[str, str] = field(default_factory=dict)

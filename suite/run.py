@@ -30,6 +30,7 @@ from suite.models.model import count_parameters
 from suite.results import RESULT_FILE, ResultRecord, device_description, git_commit, library_versions, read_result
 from suite.tracking import NullTracker, Tracker
 from suite.train import Diverged
+from suite.types import WritesArtifacts
 
 log = logging.getLogger("suite.run")
 
@@ -75,6 +76,7 @@ def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tra
     log.info("%s/%s on %s: %d parameters, splits %s", task.name, cfg.model.name, device, params, task.split_sizes())
     trainer = instantiate(cfg.trainer)
     fit = trainer.fit(model, task, device, cfg.seed, checkpoint_dir=run_dir / "checkpoints", tracker=tracker)
+    artifacts = task.write_artifacts(model, run_dir, device) if isinstance(task, WritesArtifacts) else []
     tracker.summary({f"test/{k}": v for k, v in fit.test.items()} | {f"speed/{k}": v for k, v in fit.speed.items()} | {"params": params})
     return dict(
         status="ok",
@@ -88,6 +90,7 @@ def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tra
         steps=fit.steps,
         epochs=fit.epochs,
         stop_reason=fit.stop_reason,
+        artifacts=[str(Path(p).relative_to(run_dir)) for p in artifacts],
     )
 
 

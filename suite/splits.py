@@ -38,3 +38,15 @@ def stratified_split(labels: Sequence[int], fractions: dict[str, float], seed: i
         parts[name], left = sorted(take), left - fractions[name]
     parts[names[-1]] = sorted(remaining)
     return parts
+
+
+def consistent_unique(keys: Sequence[Hashable], labels: Sequence[Hashable]) -> list[int]:
+    """Indices of the first occurrence of each key, leaving out keys that occur with more than one label.
+
+    A repeated item with one label is kept once (so it cannot straddle train and test); an item
+    whose copies disagree is label noise with no right answer, and is dropped altogether.
+    """
+    seen: dict[Hashable, set[Hashable]] = {}
+    for key, label in zip(keys, labels):
+        seen.setdefault(key, set()).add(label)
+    return [i for i in dedupe(keys) if len(seen[keys[i]]) == 1]

@@ -6,6 +6,7 @@ Masks follow PyTorch's ``key_padding_mask`` convention: ``True`` marks padding.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
 
 import torch
@@ -89,6 +90,15 @@ class Task(Protocol):
 
     def seq_len(self) -> int:
         """The (maximum) input length the task feeds the model."""
+        ...
+
+
+@runtime_checkable
+class WritesArtifacts(Protocol):
+    """Optional for a ``Task``: files about the finished run (plots, tables) left in its run directory."""
+
+    def write_artifacts(self, model: nn.Module, run_dir: Path, device: torch.device) -> list[Path]:
+        """Called once after fit, with the best weights in place; returns the files written (under run_dir)."""
         ...
 
 

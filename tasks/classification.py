@@ -6,18 +6,27 @@ content embedding); this module supplies loaders, model building, loss and metri
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset
-from torchmetrics.functional.classification import multiclass_accuracy, multiclass_f1_score
+from torchmetrics.functional.classification import (
+    binary_accuracy,
+    binary_auroc,
+    binary_matthews_corrcoef,
+    multiclass_accuracy,
+    multiclass_f1_score,
+)
 
 from suite.models.model import build_classifier
 from suite.types import Batch
 
 Metrics = Callable[[Tensor, Tensor, int], dict[str, float]]
+# (logits (N, C), targets (N,), class names, run directory) -> the file written
+Artifact = Callable[[Tensor, Tensor, list[str], Path], Path]
 
 
 @dataclass
@@ -83,6 +92,52 @@ def accuracy_f1(logits: Tensor, targets: Tensor, n_classes: int) -> dict[str, fl
     }
 
 
+def binary_metrics(logits: Tensor, targets: Tensor, n_classes: int) -> dict[str, float]:
+    """Accuracy, Matthews correlation (MCC) and ROC-AUC for two classes; class 1 is the positive one.
+
+    ROC-AUC ranks by the softmax probability of class 1; it is undefined (NaN) when the
+    targets hold one class only.
+    """
+    if n_classes != 2:
+        raise ValueError(f"binary metrics need 2 classes, got {n_classes}")
+    preds = logits.argmax(dim=-1)
+    positive = logits.float().softmax(dim=-1)[:, 1]
+    one_class = targets.unique().numel() < 2
+    return {
+        "accuracy": binary_accuracy(preds, targets).item(),
+        "mcc": binary_matthews_corrcoef(preds, targets).item(),
+        "roc_auc": float("nan") if one_class else binary_auroc(positive, targets).item(),
+    }
+
+
+def per_class_metrics(logits: Tensor, targets: Tensor, n_classes: int, class_names: Sequence[str]) -> dict[str, float]:
+    """Accuracy, macro-F1 and each class's F1 as ``f1_<class name>``."""
+    if len(class_names) != n_classes:
+        raise ValueError(f"{len(class_names)} class names for {n_classes} classes")
+    per_class = multiclass_f1_score(logits.argmax(dim=-1), targets, n_classes, average=None)
+    return {**accuracy_f1(logits, targets, n_classes), **{f"f1_{name}": f for name, f in zip(class_names, per_class.tolist())}}
+
+
+def confusion_matrix_png(logits: Tensor, targets: Tensor, class_names: list[str], run_dir: Path) -> Path:
+    """Counts of (true class, predicted class) drawn to ``run_dir/confusion_matrix.png``."""
+    from matplotlib.figure import Figure  # no pyplot: no global figure state, no display needed
+    from sklearn.metrics import ConfusionMatrixDisplay
+
+    preds = logits.argmax(dim=-1)
+    side = max(4.0, 0.6 * len(class_names) + 2)
+    fig = Figure(figsize=(side, side))
+    ax = fig.subplots()
+    ConfusionMatrixDisplay.from_predictions(
+        targets.numpy(), preds.numpy(), labels=list(range(len(class_names))), display_labels=class_names,
+        ax=ax, colorbar=False, xticks_rotation=45,
+    )
+    ax.set_title(f"test: {len(targets)} examples, accuracy {(preds == targets).float().mean().item():.4f}")
+    fig.tight_layout()
+    path = Path(run_dir) / "confusion_matrix.png"
+    fig.savefig(path, dpi=120)
+    return path
+
+
 class ClassificationTask:
     """The ``Task`` contract for classification.
 
@@ -93,12 +148,14 @@ class ClassificationTask:
         label_smoothing: cross-entropy label smoothing.
         metrics: (logits (N, C), targets (N,), C) -> metrics; accuracy and macro-F1 by default.
         primary_metric: metric used for model selection (higher is better).
+        artifacts: writers of files about the test split (e.g. ``confusion_matrix_png``).
     """
 
-    def __init__(self, name: str, dataset: str, load: Callable[[], ClassificationData], label_smoothing: float = 0.0, metrics: Metrics = accuracy_f1, primary_metric: str = "accuracy") -> None:
+    def __init__(self, name: str, dataset: str, load: Callable[[], ClassificationData], label_smoothing: float = 0.0, metrics: Metrics = accuracy_f1, primary_metric: str = "accuracy", artifacts: Sequence[Artifact] = ()) -> None:
         self.name, self.dataset = name, dataset
         self.load, self.label_smoothing = load, label_smoothing
         self.metrics, self.primary_metric = metrics, primary_metric
+        self.artifacts = list(artifacts)
         self.data: ClassificationData | None = None
 
     def setup(self) -> None:
@@ -144,3 +201,14 @@ class ClassificationTask:
         logits, targets = self.predict(model, batches)
         loss = F.cross_entropy(logits, targets).item()
         return {**self.metrics(logits, targets, self.ready.n_classes), "loss": loss}
+
+    def write_artifacts(self, model: nn.Module, run_dir: Path, device: torch.device, batch_size: int = 256) -> list[Path]:
+        """Predict the whole test split once and hand the predictions to each artifact writer."""
+        if not self.artifacts:
+            return []
+        data = self.ready
+        loader = DataLoader(data.splits["test"], batch_size=batch_size, collate_fn=data.collate)
+        model.eval()
+        with torch.inference_mode():
+            logits, targets = self.predict(model, (batch.to(device) for batch in loader))
+        return [write(logits, targets, data.class_names, Path(run_dir)) for write in self.artifacts]

@@ -54,3 +54,27 @@ def test_token_embedding_scales_and_zeroes_padding():
     out = emb(torch.tensor([[0, 3]]))
     assert torch.all(out[0, 0] == 0)
     assert torch.allclose(out[0, 1], emb.embed.weight[3] * 4.0)
+
+
+def test_patch_embedding_is_the_linear_map_of_each_patch_in_row_major_order():
+    from suite.models.embeddings import PatchEmbedding
+
+    emb = PatchEmbedding(d_model=4, patch_size=2, in_channels=1)
+    with torch.no_grad():  # weights = identity on the 4 pixels of a patch, so outputs are the raw patches
+        emb.proj.weight.copy_(torch.eye(4).view(4, 1, 2, 2))
+        emb.proj.bias.zero_()
+    image = torch.arange(16.0).view(1, 1, 4, 4)
+    out = emb(image)
+    assert out.shape == (1, 4, 4)
+    assert out[0, 0].tolist() == [0, 1, 4, 5] and out[0, 1].tolist() == [2, 3, 6, 7] and out[0, 2].tolist() == [8, 9, 12, 13]
+
+
+def test_patch_embedding_rejects_sizes_it_cannot_tile():
+    from suite.models.embeddings import PatchEmbedding
+
+    try:
+        PatchEmbedding(8, 3)(torch.zeros(1, 1, 8, 8))
+    except ValueError as err:
+        assert "3x3 patches" in str(err)
+    else:
+        raise AssertionError("expected a ValueError")

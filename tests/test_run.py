@@ -13,7 +13,21 @@ from tests.conftest import CONF, compose_config, need_data, shrink
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = sorted(p.stem for p in (CONF / "task").glob("*.yaml"))
-DATA_OF = {"sentiment": ("sentiment", "sst2"), "news_topic": ("summarization", "bbc_news_summary")}  # tasks that read files (long_range generates its data)
+DATA_OF = {  # tasks that read files with their default dataset (long_range generates its data, image's digits ship with sklearn)
+    "sentiment": ("sentiment", "sst2"),
+    "protein": ("protein", "amp_scanner_v2"),
+    "dna": ("dna", "uci_splice_junction"),
+    "news_topic": ("summarization", "bbc_news_summary"),
+}
+# Every dataset config of the image and sequence tasks: (task, override, data it reads or None).
+DATASETS = [
+    ("image", "task.dataset=digits", None),
+    ("image", "task.dataset=usps", ("image", "usps")),
+    ("image", "task.dataset=mnist", ("image", "MNIST")),
+    ("image", "task.dataset=fashion_mnist", ("image", "FashionMNIST")),
+    ("protein", "task/data=amp_scanner_v2", ("protein", "amp_scanner_v2")),
+    ("dna", "task/data=uci_splice_junction", ("dna", "uci_splice_junction")),
+]
 REQUIRED = {"status", "task", "dataset", "model", "seq_len", "params", "seed", "metrics", "speed", "train_seconds", "steps", "device", "versions", "git_commit", "config"}
 
 
@@ -36,6 +50,25 @@ def test_every_task_runs_end_to_end(task, model, tmp_path):
     assert data["speed"]["train_tokens_per_s"] > 0 and data["speed"]["infer_items_per_s"] > 0
     assert data["config"]["model"]["name"] == model
     assert (tmp_path / "checkpoints" / "best.pt").exists()
+
+
+def test_every_dataset_is_listed_above():
+    from tasks.image import SOURCES
+
+    listed = {override.split("=")[1] for _, override, _ in DATASETS}
+    assert set(SOURCES) | {p.stem for p in (CONF / "task" / "data").glob("*.yaml")} == listed
+
+
+@pytest.mark.parametrize("task, dataset, data", DATASETS, ids=[o.split("=")[1] for _, o, _ in DATASETS])
+def test_every_dataset_runs_end_to_end(task, dataset, data, tmp_path):
+    # The test above runs every model on each task's default dataset; here each dataset, with the attention model.
+    if data:
+        need_data(*data)
+    record = run_tiny(tmp_path, f"task={task}", dataset, "model=vit" if task == "image" else "model=transformer")
+    assert record.status == "ok", record.error
+    assert read_result(tmp_path / RESULT_FILE).dataset == dataset.split("=")[1]
+    assert record.steps == 3 and 0.0 <= record.metrics["accuracy"] <= 1.0
+    assert record.artifacts == ["confusion_matrix.png"] and (tmp_path / "confusion_matrix.png").stat().st_size > 0
 
 
 def test_same_seed_same_metrics(tmp_path):

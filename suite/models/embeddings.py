@@ -89,3 +89,31 @@ class NoPositions(nn.Module):
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         return x
+
+
+class PatchEmbedding(nn.Module):
+    """Images (B, C, H, W) -> patch vectors (B, N, D), N = (H / P) * (W / P), row-major.
+
+    A convolution whose kernel and stride are the patch size P: the linear map of each
+    flattened P x P patch, as torchvision's ViT ``conv_proj`` (and with its initialisation),
+    so weights load from it one to one.
+
+    Args:
+        d_model: width D.
+        patch_size: patch side P; the image sides must be multiples of it.
+        in_channels: image channels C.
+    """
+
+    def __init__(self, d_model: int, patch_size: int, in_channels: int = 1) -> None:
+        super().__init__()
+        self.patch_size = patch_size
+        self.proj = nn.Conv2d(in_channels, d_model, kernel_size=patch_size, stride=patch_size)
+        fan_in = in_channels * patch_size * patch_size
+        nn.init.trunc_normal_(self.proj.weight, std=math.sqrt(1 / fan_in))
+        nn.init.zeros_(self.proj.bias)
+
+    def forward(self, images: Tensor) -> Tensor:
+        h, w = images.shape[-2:]
+        if h % self.patch_size or w % self.patch_size:
+            raise ValueError(f"image of {h}x{w} pixels does not divide into {self.patch_size}x{self.patch_size} patches")
+        return self.proj(images).flatten(2).transpose(1, 2)  # (B, D, H/P, W/P) -> (B, N, D)
