@@ -4,6 +4,7 @@ import math
 import pytest
 import torch
 
+from suite import decode_bench
 from suite.decode import beam_search, greedy
 from suite.models.heads import Generator
 from suite.models.seq2seq import build_seq2seq
@@ -108,3 +109,10 @@ def test_generator_can_tie_to_the_embedding():
     assert tied.proj.weight is emb.weight and free.proj.weight is not emb.weight
     with pytest.raises(ValueError, match="tie"):
         Generator(8, VOCAB, tie_to=emb)
+
+
+def test_decode_bench_reports_both_speeds_and_their_ratio(capsys):
+    rows = decode_bench.main(["--models", "transformer", "lstm", "--tokens", "3", "--batch", "2", "--src-len", "4", "--vocab", "50", "--repeats", "1"])
+    assert [r["model"] for r in rows] == ["transformer", "lstm"]
+    assert all(r["cached_tokens_per_s"] > 0 and r["ratio"] == r["cached_tokens_per_s"] / r["uncached_tokens_per_s"] for r in rows)
+    assert "ratio" in capsys.readouterr().out
