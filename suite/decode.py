@@ -25,7 +25,9 @@ class Generative(Protocol):
 
     def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor: ...
 
-    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = None) -> Tensor: ...
+    def decode_features(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = None) -> Tensor: ...
+
+    def generator(self, h: Tensor) -> Tensor: ...
 
     def start(self, memory: Tensor, src_mask: Tensor | None = None) -> State: ...
 
@@ -38,8 +40,8 @@ def cached(model: Generative) -> Stepper:
 
 
 def uncached(model: Generative) -> Stepper:
-    """The decoder re-run over the whole prefix; only the last position is used."""
-    return lambda prefix, state: (model.decode(prefix, state["memory"], state["memory_mask"])[:, -1], state)
+    """The decoder re-run over the whole prefix; only the last position goes through the generator."""
+    return lambda prefix, state: (model.generator(model.decode_features(prefix, state["memory"], state["memory_mask"])[:, -1]), state)
 
 
 def reorder(state: State, index: Tensor) -> State:

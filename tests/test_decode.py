@@ -67,8 +67,11 @@ class Bigram(torch.nn.Module):
     def encode(self, src, src_mask=None):
         return torch.zeros(src.size(0), src.size(1), 1)
 
-    def decode(self, tgt, memory, src_mask=None):
-        return self.logits[tgt]  # (B, T, V)
+    def decode_features(self, tgt, memory, src_mask=None):
+        return tgt  # (B, T): the previous token is all the state there is
+
+    def generator(self, h):
+        return self.logits[h]  # (..., V)
 
     def start(self, memory, src_mask=None):
         return {"memory": memory, "memory_mask": torch.zeros(memory.shape[:2], dtype=torch.bool)}

@@ -41,10 +41,14 @@ class Seq2Seq(nn.Module):
         """(B, L) ids, (B, L) pad mask -> memory (B, L, D)."""
         return self.encoder(self.dropout(self.src_positions(self.src_embed(src))), src_mask)
 
-    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = None) -> Tensor:
-        """Target-input ids (B, T), memory (B, L, D) -> logits (B, T, V), all positions at once."""
+    def decode_features(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        """Target-input ids (B, T), memory (B, L, D) -> decoder states (B, T, D), all positions at once."""
         x = self.dropout(self.tgt_positions(self.tgt_embed(tgt)))  # (B, T, D)
-        return self.generator(self.decoder(x, memory, src_mask))
+        return self.decoder(x, memory, src_mask)
+
+    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        """Target-input ids (B, T), memory (B, L, D) -> logits (B, T, V)."""
+        return self.generator(self.decode_features(tgt, memory, src_mask))
 
     def forward(self, src: Tensor, src_mask: Tensor | None, tgt: Tensor) -> Tensor:
         return self.decode(tgt, self.encode(src, src_mask), src_mask)  # (B, T, V)
