@@ -20,6 +20,7 @@ from tokenizers import Tokenizer
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from suite.datadir import DataError
 from suite.models.seq2seq import Seq2Seq, build_seq2seq
 from suite.text import BOS, EOS, PAD, decode, encode
 from suite.types import Batch
@@ -186,6 +187,9 @@ class Seq2SeqTask:
             self.examples += pairs
             self.groups += [split] * len(pairs)
             sources = [ids[: self.max_source_len] for ids in encode(self.data.src_tok, [p.source for p in pairs])]
+            empty = [i for i, ids in enumerate(sources) if not ids]
+            if empty:  # an all-padding source row would make attention undefined
+                raise DataError(f"{self.dataset} {split}: example {empty[0] + 1} has an empty source ({len(empty)} such)")
             targets = [ids[: self.max_target_len] for ids in encode(self.data.tgt_tok, [p.target for p in pairs])]
             self.datasets[split] = PairDataset(sources, targets, range(start, start + len(pairs)))
 

@@ -79,6 +79,22 @@ def test_every_task_runs_end_to_end(task, model, tmp_path, request):
     assert (tmp_path / "checkpoints" / "best.pt").exists()
 
 
+EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_runs_a_step(experiment, tmp_path, request):
+    task = compose_config(f"experiment={experiment}").task.name
+    if task in DATA_OF:
+        need_data(*DATA_OF[task])
+    tiny = [*TINY_TASK[task], f"data_dir={request.getfixturevalue('subset_data')}"] if task in TINY_TASK else []
+    limits = ["trainer.max_steps=1", "trainer.limit_train_batches=1", "trainer.limit_eval_batches=1", "trainer.eval_batch_size=16", "trainer.progress=false"]
+    cfg = shrink(compose_config(f"experiment={experiment}", "logger=none", *limits, *tiny, tiny=False))  # its own trainer, cut short
+    record = execute(cfg, tmp_path)
+    assert record.status == "ok", record.error
+    assert record.steps == 1
+
+
 def test_lead_baseline_is_evaluated_without_training(tmp_path, subset_data):
     record = run_tiny(tmp_path, "task=summarization", "model=lead", *TINY_TASK["summarization"], f"data_dir={subset_data}")
     assert record.status == "ok", record.error

@@ -93,3 +93,13 @@ def test_neural_model_is_scored_on_decoded_text(aeslc):
         metrics = task.evaluate(model, task.loaders(16, seed=0, eval_batch_size=16)["val"], torch.device("cpu"))
     assert {"rouge1", "rouge2", "rougeL", "ann_rougeL", "loss"} <= metrics.keys() and metrics["loss"] > 0
     assert Counter(task.groups) == {"train": 300, "val": 50, "test": 70}
+
+
+def test_an_empty_source_is_a_data_error(aeslc):
+    from suite.datadir import DataError
+
+    splits = {"train": aeslc["train"][:20], "val": [TextPair("", "subject")], "test": aeslc["test"][:5]}
+    tok = train_bpe([p.source for p in splits["train"]], 300, reversible=True)
+    task = Seq2SeqTask("summarization", "aeslc", lambda: Seq2SeqData(splits, tok, tok), Rouge(), greedy, greedy, max_source_len=64, max_target_len=8)
+    with pytest.raises(DataError, match="val: example 1 has an empty source"):
+        task.setup()
