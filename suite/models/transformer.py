@@ -43,18 +43,15 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, l, self.n_heads, d // self.n_heads).transpose(1, 2)
 
     def project(self, x: Tensor, memory: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
-        """Queries from x; keys and values from memory (cross-attention) or x (self-attention)."""
+        """Per-head (B, H, L, Dh) queries from x; keys and values from memory (cross-attention) or x (self-attention)."""
         if memory is None:
-            return self.in_proj(x).chunk(3, dim=-1)
-        d = x.size(-1)
-        w, b = self.in_proj.weight, self.in_proj.bias
-        q = F.linear(x, w[:d], None if b is None else b[:d])
-        k, v = F.linear(memory, w[d:], None if b is None else b[d:]).chunk(2, dim=-1)
-        return q, k, v
+            q, k, v = self.in_proj(x).chunk(3, dim=-1)
+            return self.split(q), self.split(k), self.split(v)
+        return (self.query(x), *self.memory_kv(memory))
 
     def forward(self, x: Tensor, pad_mask: Tensor | None = None, memory: Tensor | None = None, causal: bool = False) -> Tensor:
         """x (B, Lq, D), pad_mask over keys (B, Lk), memory (B, Lk, D) | None -> (B, Lq, D)."""
-        q, k, v = (self.split(t) for t in self.project(x, memory))  # (B, H, L, Dh) each
+        q, k, v = self.project(x, memory)  # (B, H, L, Dh) each
         return self.attend(q, k, v, pad_mask, causal)
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
@@ -212,7 +209,7 @@ class DecoderLayer(nn.Module):
         """
 
         def self_attention(h: Tensor) -> Tensor:
-            q, k, v = (self.self_attn.split(t) for t in self.self_attn.project(h, None))  # (B, H, t, Dh)
+            q, k, v = self.self_attn.project(h, None)  # (B, H, t, Dh)
             k = cache[f"self_k.{i}"] = torch.cat([cache[f"self_k.{i}"], k], dim=2)
             v = cache[f"self_v.{i}"] = torch.cat([cache[f"self_v.{i}"], v], dim=2)
             # Several new queries are masked causally, aligned to the end of the keys; a single one sees all.
