@@ -27,8 +27,8 @@ def warmup_cosine(optimizer: Optimizer, total_steps: int, warmup_steps: int = 10
 def inverse_sqrt(optimizer: Optimizer, total_steps: int, warmup_steps: int = 4000) -> LambdaLR:
     """The paper's schedule (§5.3): lr ∝ min(step^-0.5, step * warmup^-1.5), peaking at the base lr.
 
-    The paper's d_model^-0.5 factor is folded into the base lr, so ``lr = d_model**-0.5``
-    reproduces it exactly.
+    The factor is scaled to peak at 1, so the base lr is the peak lr: the paper's
+    d_model^-0.5 * min(...) is ``lr = (d_model * warmup_steps)**-0.5`` (7e-4 for the base model).
     """
 
     def factor(step: int) -> float:

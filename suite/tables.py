@@ -1,4 +1,4 @@
-"""Reading delimited files through Hugging Face ``datasets`` (Arrow-cached), with errors that name file and line."""
+"""Reading delimited files through Hugging Face ``datasets`` (Arrow-cached) and JSON Lines, with errors that name file and line."""
 from __future__ import annotations
 
 import os
@@ -46,20 +46,24 @@ def parse_labels(path: Path, values: list[str], allowed: dict[str, int], header_
 
 
 def read_jsonl(path: Path, fields: list[str]) -> list[dict]:
-    """Read a JSON Lines file; a malformed line or a missing field is a ``DataError`` naming file and line."""
+    """Read a JSON Lines file, one object per line, each with at least ``fields``.
+
+    Read line by line with ``json`` (not ``datasets``), so a bad line is a ``DataError`` naming
+    the file and line number.
+    """
     import json
 
-    records = []
+    rows = []
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, start=1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                row = json.loads(line)
             except json.JSONDecodeError as err:
-                raise DataError(f"{path}:{number}: not valid JSON ({err.msg})") from err
-            missing = [k for k in fields if k not in record]
+                raise DataError(f"{path}:{number}: not a JSON object: {err}") from err
+            missing = [k for k in fields if not isinstance(row, dict) or k not in row]
             if missing:
-                raise DataError(f"{path}:{number}: record lacks field(s) {missing}")
-            records.append(record)
-    return records
+                raise DataError(f"{path}:{number}: lacks field(s) {missing}")
+            rows.append(row)
+    return rows

@@ -1,20 +1,35 @@
-"""Subword tokenizers trained on the training split with the ``tokenizers`` library."""
+"""Subword tokenizers trained on the training split with the ``tokenizers`` library, and sentence splitting."""
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 PAD, UNK, BOS, EOS = "[PAD]", "[UNK]", "[BOS]", "[EOS]"
 SPECIALS = [PAD, UNK, BOS, EOS]  # ids 0..3, in this order
 
 
-def train_bpe(texts: Iterable[str], vocab_size: int, lowercase: bool = False, min_frequency: int = 2) -> Tokenizer:
-    """A byte-pair-encoding tokenizer fitted to ``texts``; [PAD]=0, [UNK]=1, [BOS]=2, [EOS]=3."""
+def train_bpe(texts: Iterable[str], vocab_size: int, lowercase: bool = False, min_frequency: int = 2, reversible: bool = False) -> Tokenizer:
+    """A byte-pair-encoding tokenizer fitted to ``texts``; [PAD]=0, [UNK]=1, [BOS]=2, [EOS]=3.
+
+    Args:
+        texts: the training texts.
+        vocab_size: target vocabulary size, specials included.
+        lowercase: lowercase before splitting.
+        min_frequency: least count of a merged pair.
+        reversible: split at spaces only and mark them as SentencePiece does ('▁'), so that
+            ``tok.decode(ids)`` gives the text back (detokenized BLEU and ROUGE need that);
+            otherwise split at whitespace and punctuation, which loses the spacing.
+    """
     tok = Tokenizer(models.BPE(unk_token=UNK))
     steps = [normalizers.NFKC()] + ([normalizers.Lowercase()] if lowercase else [])
     tok.normalizer = normalizers.Sequence(steps)
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    if reversible:
+        tok.pre_tokenizer = pre_tokenizers.Metaspace()
+        tok.decoder = decoders.Metaspace()
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Whitespace()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIALS, show_progress=False)
     tok.train_from_iterator(texts, trainer=trainer)
     return tok
@@ -23,3 +38,24 @@ def train_bpe(texts: Iterable[str], vocab_size: int, lowercase: bool = False, mi
 def encode(tok: Tokenizer, texts: list[str]) -> list[list[int]]:
     """Batch-encode texts to id lists (no special tokens)."""
     return [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+
+
+def decode(tok: Tokenizer, ids: list[list[int]]) -> list[str]:
+    """Batch-decode id lists to texts, dropping special tokens."""
+    return tok.decode_batch(ids, skip_special_tokens=True)
+
+
+# A sentence ends at . ! or ? (and any closing quote or bracket) before whitespace and a capital,
+# digit, quote or bracket. Abbreviations like "Mr. Smith" are split too: a baseline can live with it.
+SENTENCE_END = re.compile(r"(?<=[.!?])([\"')\]]*)\s+(?=[\"'(\[]?[A-Z0-9£$])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a text: every line break ends one, and so does final punctuation within a line."""
+    sentences = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            parts = SENTENCE_END.sub(lambda m: m.group(1) + "\n", line).split("\n")
+            sentences += [p.strip() for p in parts if p.strip()]
+    return sentences

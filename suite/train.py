@@ -2,7 +2,8 @@
 
 AdamW (or any injected optimizer), a per-step schedule, gradient clipping, optional bf16
 autocast, validation every epoch with the best checkpoint kept, early stopping, and the
-test split evaluated once with the best weights.
+test split evaluated once with the best weights. A model without trainable parameters (an
+extractive baseline) is only evaluated.
 """
 from __future__ import annotations
 
@@ -126,6 +127,8 @@ class Trainer:
         """Train with validation each epoch; restore the best weights; evaluate test once."""
         tracker = tracker or NullTracker()
         loaders = task.loaders(self.batch_size, seed, eval_batch_size=self.eval_batch_size)
+        if not any(p.requires_grad for p in model.parameters()):
+            return self.evaluate_only(model, task, loaders, device)
         steps_per_epoch = len(loaders["train"]) if self.limit_train_batches is None else min(len(loaders["train"]), self.limit_train_batches)
         total = steps_per_epoch * self.max_epochs if self.max_steps is None else min(self.max_steps, steps_per_epoch * self.max_epochs)
         optimizer = self.make_optimizer(params=[p for p in model.parameters() if p.requires_grad])
@@ -195,6 +198,12 @@ class Trainer:
             **infer,
         }
         return FitResult(val=best_val, test=test, steps=step, epochs=epoch, best_epoch=best_epoch, stop_reason=stop_reason, train_seconds=train_seconds, speed=speed)
+
+    def evaluate_only(self, model: nn.Module, task: Task, loaders: dict[str, Iterable[Batch]], device: torch.device) -> FitResult:
+        """A model with nothing to train (e.g. Lead-k): validation and test metrics, no steps."""
+        val, _ = self.evaluate(model, task, loaders["val"], device)
+        test, infer = self.evaluate(model, task, loaders["test"], device)
+        return FitResult(val=val, test=test, steps=0, epochs=0, best_epoch=0, stop_reason="no_parameters", train_seconds=0.0, speed=infer)
 
 
 class _Counted:

@@ -56,6 +56,35 @@ class Backbone(Protocol):
         ...
 
 
+State = dict[str, Tensor]
+"""Generation state: batch-first tensors only, so beam search reorders any model's state alike."""
+
+
+@runtime_checkable
+class Decoder(Protocol):
+    """Target side of a sequence-to-sequence model: Transformer decoder, recurrent decoder with attention."""
+
+    d_model: int
+
+    def __call__(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None) -> Tensor:
+        """tgt (B, T, D), memory (B, L, D), memory_mask (B, L) bool | None -> (B, T, D).
+
+        Position t depends on tgt[:, :t + 1] only (teacher forcing, all positions at once).
+        """
+        ...
+
+    def init_cache(self, memory: Tensor, memory_mask: Tensor | None = None) -> State:
+        """The state before the first generated position (e.g. the memory's cross-attention keys)."""
+        ...
+
+    def step(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: State) -> tuple[Tensor, State]:
+        """The next positions tgt (B, t, D) after those in the cache -> ((B, t, D), the new cache).
+
+        Equals the matching positions of ``__call__`` on the whole prefix, at the cost of the new positions only.
+        """
+        ...
+
+
 @runtime_checkable
 class Task(Protocol):
     """A domain: data, input embedding, head, loss and metrics. Loss and metrics never live in the model."""

@@ -2,29 +2,26 @@
 
 Articles average about 384 words; ``task.seq_len`` truncates them, so accuracy against length
 shows how much of a document each model can use. Source: ``summarization/bbc_news_summary``
-(MANIFEST.md §3): no official split, so duplicate articles are removed and a seeded,
-category-stratified split is made.
+(MANIFEST.md §3): no official split, so duplicate articles are removed (as for summarization)
+and a seeded, category-stratified split is made.
 """
 from __future__ import annotations
 
 from functools import partial
 
-from suite.datadir import require
 from suite.models.embeddings import TokenEmbedding
-from suite.splits import dedupe, stratified_split
-from suite.tables import read_jsonl
+from suite.splits import stratified_split
 from suite.text import PAD, encode, train_bpe
 from tasks.classification import ClassificationData, ClassificationTask, TokenDataset, pad_collate
+from tasks.summarization import bbc_records
 
 CATEGORIES = ["business", "entertainment", "politics", "sport", "tech"]
 
 
 def load(data_dir: str | None, seq_len: int, vocab_size: int, val_fraction: float, test_fraction: float, split_seed: int) -> ClassificationData:
-    path = require(data_dir, "summarization", "bbc_news_summary", "bbc_news_summary.jsonl")
-    records = read_jsonl(path, ["article", "category"])
-    keep = dedupe([r["article"] for r in records])  # 98 articles are exact repeats: keep them out of two splits
-    texts = [records[i]["article"] for i in keep]
-    labels = [CATEGORIES.index(records[i]["category"]) for i in keep]
+    records = bbc_records(data_dir)  # duplicates removed, as for summarization
+    texts = [r["article"] for r in records]
+    labels = [CATEGORIES.index(r["category"]) for r in records]
     parts = stratified_split(labels, {"train": 1 - val_fraction - test_fraction, "val": val_fraction, "test": test_fraction}, split_seed)
     tok = train_bpe([texts[i] for i in parts["train"]], vocab_size, lowercase=True)
     pad_id = tok.token_to_id(PAD)

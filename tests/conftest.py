@@ -33,7 +33,7 @@ def shrink(cfg: DictConfig) -> DictConfig:
     """Make the model tiny whatever its family (attention or recurrent)."""
     with open_dict(cfg):
         cfg.model.d_model = 32
-        bb = cfg.model.backbone
+        bb = cfg.model.get("backbone") or {}  # a model without one (Lead-k) has nothing to shrink
         if "n_heads" in bb:
             bb.n_heads, bb.d_ff, bb.n_layers = 4, 64, 1
         if "hidden_size" in bb:
@@ -54,5 +54,10 @@ def need_data(*relative: str) -> Path:
 
 @pytest.fixture(autouse=True)
 def _seed_and_threads():
+    # Tests run tiny models: one thread is as fast, and does not crawl when other processes
+    # hold the cores (OpenMP workers spin waiting for each other).
+    threads = torch.get_num_threads()
     torch.manual_seed(0)
+    torch.set_num_threads(1)
     yield
+    torch.set_num_threads(threads)

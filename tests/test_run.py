@@ -1,4 +1,5 @@
 """End to end through the runner: every task and model writes a valid result.json."""
+import gzip
 import json
 import os
 import subprocess
@@ -6,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hydra.utils import instantiate
 
 from suite.results import RESULT_FILE, read_result
 from suite.run import execute
@@ -18,6 +20,8 @@ DATA_OF = {  # tasks that read files with their default dataset (long_range gene
     "protein": ("protein", "amp_scanner_v2"),
     "dna": ("dna", "uci_splice_junction"),
     "news_topic": ("summarization", "bbc_news_summary"),
+    "translation": ("translation", "multi30k"),
+    "summarization": ("summarization", "aeslc"),
 }
 # Every dataset config of the image and sequence tasks: (task, override, data it reads or None).
 DATASETS = [
@@ -28,6 +32,33 @@ DATASETS = [
     ("protein", "task/data=amp_scanner_v2", ("protein", "amp_scanner_v2")),
     ("dna", "task/data=uci_splice_junction", ("dna", "uci_splice_junction")),
 ]
+# Sequence-to-sequence tasks at tiny size: small vocabularies, short sources, short generations,
+# and the first lines of each data file (they tokenize whole splits; test_*_data checks the full data).
+TINY_TASK = {
+    "translation": ["task.vocab_size=500", "task.max_target_len=12"],
+    "summarization": ["task.vocab_size=500", "task.max_source_len=64", "task.max_target_len=12"],
+}
+SUBSET_LINES = 400
+
+
+@pytest.fixture(scope="module")
+def subset_data(tmp_path_factory) -> Path:
+    """A data directory with the first lines of every Multi30k and AESLC file, in the real layout and format."""
+    root = tmp_path_factory.mktemp("data")
+    for folder in (("translation", "multi30k"), ("summarization", "aeslc")):
+        source = need_data(*folder)
+        target = root.joinpath(*folder)
+        target.mkdir(parents=True)
+        for path in sorted(source.glob("*.gz")):
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                head = [line for _, line in zip(range(SUBSET_LINES), f)]
+            with gzip.open(target / path.name, "wt", encoding="utf-8") as f:
+                f.writelines(head)
+        for path in sorted(source.glob("*.jsonl")):
+            with open(path, encoding="utf-8") as f:
+                (target / path.name).write_text("".join(line for _, line in zip(range(SUBSET_LINES), f)), encoding="utf-8")
+    return root
+METRIC_RANGE = {"accuracy": (0.0, 1.0), "bleu": (0.0, 100.0), "rougeL": (0.0, 100.0)}  # each task's primary metric
 REQUIRED = {"status", "task", "dataset", "model", "seq_len", "params", "seed", "metrics", "speed", "train_seconds", "steps", "device", "versions", "git_commit", "config"}
 
 
@@ -36,17 +67,25 @@ def run_tiny(tmp_path: Path, *overrides: str):
     return execute(cfg, tmp_path)
 
 
+def primary_metric(task: str) -> str:
+    """The metric the task selects models by (instantiating a task reads no data)."""
+    return instantiate(compose_config(f"task={task}").task).primary_metric
+
+
 @pytest.mark.parametrize("model", ["transformer", "lstm", "gru", "rnn"])
 @pytest.mark.parametrize("task", TASKS)
-def test_every_task_runs_end_to_end(task, model, tmp_path):
+def test_every_task_runs_end_to_end(task, model, tmp_path, request):
     if task in DATA_OF:
         need_data(*DATA_OF[task])
-    record = run_tiny(tmp_path, f"task={task}", f"model={model}")
+    tiny = [*TINY_TASK[task], f"data_dir={request.getfixturevalue('subset_data')}"] if task in TINY_TASK else []
+    record = run_tiny(tmp_path, f"task={task}", f"model={model}", *tiny)
     assert record.status == "ok", record.error
     data = json.loads((tmp_path / RESULT_FILE).read_text())
     assert REQUIRED <= data.keys()
     assert data["params"] > 0 and data["steps"] == 3 and data["seq_len"] > 0
-    assert 0.0 <= data["metrics"]["accuracy"] <= 1.0 and "val_accuracy" in data["metrics"]
+    metric = primary_metric(task)
+    low, high = METRIC_RANGE[metric]
+    assert low <= data["metrics"][metric] <= high and low <= data["metrics"][f"val_{metric}"] <= high
     assert data["speed"]["train_tokens_per_s"] > 0 and data["speed"]["infer_items_per_s"] > 0
     assert data["config"]["model"]["name"] == model
     assert (tmp_path / "checkpoints" / "best.pt").exists()
@@ -69,6 +108,39 @@ def test_every_dataset_runs_end_to_end(task, dataset, data, tmp_path):
     assert read_result(tmp_path / RESULT_FILE).dataset == dataset.split("=")[1]
     assert record.steps == 3 and 0.0 <= record.metrics["accuracy"] <= 1.0
     assert record.artifacts == ["confusion_matrix.png"] and (tmp_path / "confusion_matrix.png").stat().st_size > 0
+
+
+EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+JOB_LIMITS = {  # measurement jobs, cut to one call
+    "train_job": ["trainer.max_steps=1", "trainer.limit_train_batches=1", "trainer.limit_eval_batches=1", "trainer.eval_batch_size=16", "trainer.progress=false"],
+    "speed_job": ["job.repeats=1", "job.warmup=1", "job.measure_peak=false", "task.seq_len=32"],
+    "gradient_flow_job": ["job.n_models=1", "job.batch_size=4", "task.seq_len=32"],
+}
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_runs_a_step(experiment, tmp_path, request):
+    composed = compose_config(f"experiment={experiment}")
+    task, job = composed.task.name, composed.job._target_.rpartition(".")[2]
+    if task in DATA_OF:
+        need_data(*DATA_OF[task])
+    tiny = [*TINY_TASK[task], f"data_dir={request.getfixturevalue('subset_data')}"] if task in TINY_TASK else []
+    cfg = shrink(compose_config(f"experiment={experiment}", "logger=none", *JOB_LIMITS[job], *tiny, tiny=False))  # its own trainer, cut short
+    record = execute(cfg, tmp_path)
+    assert record.status == "ok", record.error
+    assert record.steps == (1 if job == "train_job" else 0)
+
+
+def test_lead_baseline_is_evaluated_without_training(tmp_path, subset_data):
+    record = run_tiny(tmp_path, "task=summarization", "model=lead", *TINY_TASK["summarization"], f"data_dir={subset_data}")
+    assert record.status == "ok", record.error
+    data = json.loads((tmp_path / RESULT_FILE).read_text())
+    assert data["params"] == 0 and data["steps"] == 0 and data["stop_reason"] == "no_parameters"
+    assert {"rouge1", "rouge2", "rougeL", "ann_rougeL", "val_rougeL"} <= data["metrics"].keys()
+    assert 0.0 < data["metrics"]["rougeL"] <= 100.0  # Lead-1 shares words with the subjects
 
 
 def test_same_seed_same_metrics(tmp_path):

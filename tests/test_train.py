@@ -33,6 +33,14 @@ def test_inverse_sqrt_peaks_at_warmup_like_the_paper():
     assert lr[63] == pytest.approx(math.sqrt(16 / 64))  # step^-0.5 decay after warm-up
 
 
+def test_inverse_sqrt_reproduces_the_paper_formula():
+    d, warmup = 512, 16
+    lr = lrs(lambda o, total_steps: inverse_sqrt(o, total_steps, warmup_steps=warmup), 64)
+    paper = [d**-0.5 * min(s**-0.5, s * warmup**-1.5) for s in range(1, 65)]  # §5.3, steps from 1
+    base = (d * warmup) ** -0.5
+    assert [base * x for x in lr] == pytest.approx(paper)
+
+
 def trainer(**kw):
     defaults = dict(name="t", optimizer=lambda params: torch.optim.AdamW(params, lr=1e-2), scheduler=lambda o, total_steps: torch.optim.lr_scheduler.LambdaLR(o, lambda s: 1.0), max_epochs=3, batch_size=32, progress=False)
     return Trainer(**(defaults | kw))

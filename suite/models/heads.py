@@ -78,3 +78,25 @@ class ClassificationHead(nn.Module):
 
     def forward(self, z: Tensor) -> Tensor:
         return self.net(z)
+
+
+class Generator(nn.Module):
+    """Decoder states (B, T, D) -> next-token logits (B, T, V); the softmax lives in the loss and the search.
+
+    Args:
+        d_model: width D.
+        vocab_size: target vocabulary V.
+        tie_to: an embedding whose (V, D) matrix doubles as the output projection
+            ("Attention Is All You Need" §3.4; Press & Wolf 2017); None for its own matrix.
+    """
+
+    def __init__(self, d_model: int, vocab_size: int, tie_to: nn.Embedding | None = None) -> None:
+        super().__init__()
+        self.proj = nn.Linear(d_model, vocab_size, bias=False)
+        if tie_to is not None:
+            if tie_to.weight.shape != self.proj.weight.shape:
+                raise ValueError(f"cannot tie a {tuple(self.proj.weight.shape)} output to a {tuple(tie_to.weight.shape)} embedding")
+            self.proj.weight = tie_to.weight
+
+    def forward(self, h: Tensor) -> Tensor:
+        return self.proj(h)  # (B, T, V)

@@ -1,4 +1,5 @@
-"""Recurrent baselines (Elman RNN, LSTM, GRU) behind the same Backbone contract as the encoder.
+"""Recurrent baselines (Elman RNN, LSTM, GRU) behind the same Backbone contract as the encoder,
+and a recurrent decoder with attention behind the same Decoder contract as the Transformer's.
 
 They use torch's fused ``nn.RNN/LSTM/GRU`` (cuDNN on GPU), and honour padding with packed
 sequences, so a padded position never feeds the recurrence and extra padding changes nothing.
@@ -8,6 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -62,3 +64,78 @@ class RecurrentEncoder(nn.Module):
         out, _ = self.rnn(packed)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.size(1))
         return self.proj(out) * (~pad_mask)[..., None].to(out.dtype)  # (B, L, D)
+
+
+class RecurrentDecoder(nn.Module):
+    """A recurrent decoder with Luong attention over the encoder memory (the ``suite.types.Decoder`` contract).
+
+    The recurrence reads the target embeddings; each output h_t then attends over the memory
+    with the "general" score (W h_t) . m_l, scaled by 1/sqrt(D), and is combined with its
+    context c_t as tanh(W_c [h_t; c_t]) (Luong et al. 2015, §3.1). Without input feeding the
+    whole target runs through one fused RNN call in training, and a generation step is one
+    cell step plus one attention read. The initial state comes from the memory's mean over
+    real positions (the contract passes no encoder state), as Bahdanau et al. derive theirs
+    from the encoder.
+
+    Args:
+        d_model: width D of the target embeddings, the memory and the output.
+        cell: 'rnn', 'lstm' or 'gru'.
+        hidden_size: state size H (D when None).
+        n_layers: stacked layers.
+        dropout: between stacked layers and on the output.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        cell: Literal["rnn", "lstm", "gru"] = "lstm",
+        hidden_size: int | None = None,
+        n_layers: int = 1,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if cell not in CELLS:
+            raise ValueError(f"unknown cell {cell!r}; choose one of {sorted(CELLS)}")
+        hidden_size = hidden_size or d_model
+        self.d_model, self.hidden_size, self.n_layers = d_model, hidden_size, n_layers
+        self.rnn = CELLS[cell](d_model, hidden_size, num_layers=n_layers, batch_first=True, dropout=dropout if n_layers > 1 else 0.0)
+        self.states = ("h", "c") if cell == "lstm" else ("h",)
+        self.bridge = nn.Linear(d_model, len(self.states) * n_layers * hidden_size)
+        self.query = nn.Linear(hidden_size, d_model, bias=False)
+        self.combine = nn.Linear(hidden_size + d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def init_cache(self, memory: Tensor, memory_mask: Tensor | None = None) -> dict[str, Tensor]:
+        """Initial recurrent state(s) from the memory, batch-first: {'h': (B, layers, H)[, 'c': ...]}."""
+        if memory_mask is None:
+            summary = memory.mean(dim=1)
+        else:
+            keep = (~memory_mask)[..., None].to(memory.dtype)
+            summary = (memory * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1.0)  # (B, D)
+        init = torch.tanh(self.bridge(summary)).view(memory.size(0), len(self.states), self.n_layers, self.hidden_size)
+        return {name: init[:, j] for j, name in enumerate(self.states)}
+
+    def _rnn_state(self, cache: dict[str, Tensor]) -> Tensor | tuple[Tensor, ...]:
+        """Batch-first cache -> torch's (layers, B, H) state (a tuple for the LSTM)."""
+        states = tuple(cache[name].transpose(0, 1).contiguous() for name in self.states)
+        return states if len(states) > 1 else states[0]
+
+    def _cache(self, state: Tensor | tuple[Tensor, ...]) -> dict[str, Tensor]:
+        states = state if isinstance(state, tuple) else (state,)
+        return {name: s.transpose(0, 1) for name, s in zip(self.states, states)}
+
+    def attend(self, h: Tensor, memory: Tensor, memory_mask: Tensor | None) -> Tensor:
+        """RNN outputs (B, T, H) -> attentional outputs (B, T, D)."""
+        allowed = None if memory_mask is None else ~memory_mask[:, None, :]  # (B, 1, L)
+        context = F.scaled_dot_product_attention(self.query(h), memory, memory, attn_mask=allowed)  # (B, T, D)
+        return self.dropout(torch.tanh(self.combine(torch.cat([h, context], dim=-1))))
+
+    def forward(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None) -> Tensor:
+        """tgt (B, T, D), memory (B, L, D), memory_mask (B, L) bool | None -> (B, T, D)."""
+        out, _ = self.rnn(tgt, self._rnn_state(self.init_cache(memory, memory_mask)))  # (B, T, H)
+        return self.attend(out, memory, memory_mask)
+
+    def step(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+        """The next positions tgt (B, t, D) from the carried state -> ((B, t, D), the new state)."""
+        out, state = self.rnn(tgt, self._rnn_state(cache))
+        return self.attend(out, memory, memory_mask), {**cache, **self._cache(state)}

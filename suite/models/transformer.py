@@ -1,4 +1,4 @@
-"""The shared Transformer core: multi-head attention, feed-forward, encoder layer and stack.
+"""The shared Transformer core: multi-head attention, feed-forward, encoder and decoder layers and stacks.
 
 Weights are laid out as in ``torch.nn.MultiheadAttention`` (one fused in-projection), so a
 layer can be loaded from ``torch.nn.TransformerEncoderLayer`` or torchvision's ViT and
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Literal
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -42,21 +43,35 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, l, self.n_heads, d // self.n_heads).transpose(1, 2)
 
     def project(self, x: Tensor, memory: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
-        """Queries from x; keys and values from memory (cross-attention) or x (self-attention)."""
+        """Per-head (B, H, L, Dh) queries from x; keys and values from memory (cross-attention) or x (self-attention)."""
         if memory is None:
-            return self.in_proj(x).chunk(3, dim=-1)
-        d = x.size(-1)
-        w, b = self.in_proj.weight, self.in_proj.bias
-        q = F.linear(x, w[:d], None if b is None else b[:d])
-        k, v = F.linear(memory, w[d:], None if b is None else b[d:]).chunk(2, dim=-1)
-        return q, k, v
+            q, k, v = self.in_proj(x).chunk(3, dim=-1)
+            return self.split(q), self.split(k), self.split(v)
+        return (self.query(x), *self.memory_kv(memory))
 
     def forward(self, x: Tensor, pad_mask: Tensor | None = None, memory: Tensor | None = None, causal: bool = False) -> Tensor:
         """x (B, Lq, D), pad_mask over keys (B, Lk), memory (B, Lk, D) | None -> (B, Lq, D)."""
-        q, k, v = (self.split(t) for t in self.project(x, memory))  # (B, H, L, Dh) each
+        q, k, v = self.project(x, memory)  # (B, H, L, Dh) each
+        return self.attend(q, k, v, pad_mask, causal)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
+        """Per-head q (B, H, Lq, Dh), k and v (B, H, Lk, Dh) -> merged and projected (B, Lq, D)."""
         out = self.core(q, k, v, pad_mask=pad_mask, causal=causal)  # (B, H, Lq, Dh)
         b, h, l, dh = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, l, h * dh))
+
+    def memory_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """Cross-attention keys and values of memory (B, Lk, D) -> (B, H, Lk, Dh) each; computed once per generation."""
+        d = memory.size(-1)
+        b = None if self.in_proj.bias is None else self.in_proj.bias[d:]
+        k, v = F.linear(memory, self.in_proj.weight[d:], b).chunk(2, dim=-1)
+        return self.split(k), self.split(v)
+
+    def query(self, x: Tensor) -> Tensor:
+        """Queries only: (B, Lq, D) -> (B, H, Lq, Dh)."""
+        d = x.size(-1)
+        b = None if self.in_proj.bias is None else self.in_proj.bias[:d]
+        return self.split(F.linear(x, self.in_proj.weight[:d], b))
 
 
 class FeedForward(nn.Module):
@@ -156,3 +171,99 @@ class Encoder(nn.Module):
         for layer in self.layers:
             x = layer(x, pad_mask)
         return self.norm(x)
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the encoder memory, then feed-forward;
+    each wrapped in residual + LayerNorm. Args as ``EncoderLayer``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+        attention: AttentionFactory = FullAttention,
+    ) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attention)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, attention)
+        self.ff = FeedForward(d_model, d_ff, activation, dropout)
+        self.self_block, self.cross_block, self.ff_block = (Residual(d_model, dropout, norm_first, layer_norm_eps) for _ in range(3))
+
+    def forward(self, x: Tensor, memory: Tensor, memory_mask: Tensor | None = None) -> Tensor:
+        """x (B, T, D), memory (B, L, D), memory_mask (B, L) -> (B, T, D); position t sees targets <= t only."""
+        x = self.self_block(x, lambda h: self.self_attn(h, causal=True))
+        x = self.cross_block(x, lambda h: self.cross_attn(h, memory_mask, memory=memory))
+        return self.ff_block(x, self.ff)
+
+    def step(self, x: Tensor, memory_mask: Tensor | None, cache: dict[str, Tensor], i: int) -> Tensor:
+        """New positions x (B, t, D) after the cached ones -> (B, t, D); appends their keys and values to ``cache``.
+
+        ``cache`` holds this layer's (index ``i``) past self-attention keys/values and the
+        memory's cross-attention keys/values, so a new token costs one position, not the prefix.
+        """
+
+        def self_attention(h: Tensor) -> Tensor:
+            q, k, v = self.self_attn.project(h, None)  # (B, H, t, Dh)
+            k = cache[f"self_k.{i}"] = torch.cat([cache[f"self_k.{i}"], k], dim=2)
+            v = cache[f"self_v.{i}"] = torch.cat([cache[f"self_v.{i}"], v], dim=2)
+            # Several new queries are masked causally, aligned to the end of the keys; a single one sees all.
+            return self.self_attn.attend(q, k, v, causal=q.size(2) > 1)
+
+        x = self.self_block(x, self_attention)
+        x = self.cross_block(x, lambda h: self.cross_attn.attend(self.cross_attn.query(h), cache[f"cross_k.{i}"], cache[f"cross_v.{i}"], memory_mask))
+        return self.ff_block(x, self.ff)
+
+
+class Decoder(nn.Module):
+    """A stack of decoder layers (pre-norm stacks end with a LayerNorm); the ``suite.types.Decoder`` contract.
+
+    Args as ``DecoderLayer``, plus ``n_layers``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_layers: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: Literal["relu", "gelu"] = "relu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+        attention: AttentionFactory = FullAttention,
+    ) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, attention)
+            for _ in range(n_layers)
+        )
+        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else nn.Identity()
+
+    def forward(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None) -> Tensor:
+        """tgt (B, T, D), memory (B, L, D), memory_mask (B, L) bool | None -> (B, T, D)."""
+        for layer in self.layers:
+            tgt = layer(tgt, memory, memory_mask)
+        return self.norm(tgt)
+
+    def init_cache(self, memory: Tensor, memory_mask: Tensor | None = None) -> dict[str, Tensor]:
+        """Empty self-attention caches and each layer's cross-attention keys/values, all batch-first."""
+        cache: dict[str, Tensor] = {}
+        for i, layer in enumerate(self.layers):
+            k, v = layer.cross_attn.memory_kv(memory)  # (B, H, L, Dh)
+            cache[f"cross_k.{i}"], cache[f"cross_v.{i}"] = k, v
+            cache[f"self_k.{i}"] = cache[f"self_v.{i}"] = k.new_zeros(k.size(0), k.size(1), 0, k.size(3))
+        return cache
+
+    def step(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+        """The next positions tgt (B, t, D) given the cache -> ((B, t, D), the grown cache)."""
+        cache = dict(cache)
+        for i, layer in enumerate(self.layers):
+            tgt = layer.step(tgt, memory_mask, cache, i)
+        return self.norm(tgt), cache

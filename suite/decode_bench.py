@@ -1,0 +1,83 @@
+"""Decoding speed with and without the key/value cache, as a ratio from one run.
+
+    python -m suite.decode_bench                      # transformer and lstm, 64 generated tokens
+    python -m suite.decode_bench --models transformer --batch 64 --tokens 128
+
+Each model (built from ``conf/model/<name>.yaml`` with random weights: speed does not depend
+on training) greedily generates exactly ``--tokens`` tokens for a batch of random sources
+(no EOS can end a sequence early). Without the cache every step re-runs the decoder over the
+whole prefix; with it, one position per step. One warm-up run, then the median of
+``--repeats`` timed runs, the device synchronised before each clock read.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+from hydra import compose, initialize_config_dir
+
+from suite.datadir import PROJECT_ROOT
+from suite.decode import greedy
+from suite.models.seq2seq import Seq2Seq, build_seq2seq
+from suite.run import resolve_device
+from suite.train import sync
+
+
+def build(name: str, vocab: int, max_len: int) -> Seq2Seq:
+    """A model from its config (the real composition, as ``suite.run`` sees it)."""
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[f"model={name}"])
+    return build_seq2seq(cfg.model, vocab, vocab, max_len=max_len, shared_vocab=True)
+
+
+def tokens_per_second(model: Seq2Seq, src: torch.Tensor, tokens: int, cache: bool, repeats: int) -> tuple[float, list[float]]:
+    """Median generated tokens per second over ``repeats`` runs (after one warm-up), and every run's seconds."""
+    run = lambda: greedy(model, src, None, bos=2, eos=-1, max_len=tokens, cache=cache)  # noqa: E731 - eos=-1: never ends early
+    run()
+    seconds = []
+    for _ in range(repeats):
+        sync(src.device)
+        start = time.perf_counter()
+        out = run()
+        sync(src.device)
+        seconds.append(time.perf_counter() - start)
+        assert all(len(hyp) == tokens for hyp in out)
+    return src.size(0) * tokens / statistics.median(seconds), seconds
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["transformer", "lstm"], help="model configs (conf/model/)")
+    parser.add_argument("--tokens", type=int, default=64, help="tokens generated per sequence")
+    parser.add_argument("--batch", type=int, default=32, help="sequences per batch")
+    parser.add_argument("--src-len", type=int, default=32, help="source length")
+    parser.add_argument("--vocab", type=int, default=8000, help="vocabulary size")
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs per setting (median reported)")
+    parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's choice)")
+    args = parser.parse_args(argv)
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    device = resolve_device(args.device)
+    src = torch.randint(4, args.vocab, (args.batch, args.src_len), device=device)
+    print(f"greedy decoding, {args.tokens} tokens x batch {args.batch}, source length {args.src_len}, vocab {args.vocab}, "
+          f"{device} ({torch.get_num_threads()} threads); median of {args.repeats} runs")
+    print(f"{'model':<14}{'params':>10}{'cached tok/s':>15}{'uncached tok/s':>17}{'ratio':>8}")
+    rows = []
+    for name in args.models:
+        model = build(name, args.vocab, max_len=max(args.src_len, args.tokens + 1)).to(device).eval()
+        with torch.inference_mode():
+            fast, _ = tokens_per_second(model, src, args.tokens, cache=True, repeats=args.repeats)
+            slow, _ = tokens_per_second(model, src, args.tokens, cache=False, repeats=args.repeats)
+        params = sum(p.numel() for p in model.parameters())
+        rows.append({"model": name, "params": params, "cached_tokens_per_s": fast, "uncached_tokens_per_s": slow, "ratio": fast / slow})
+        print(f"{name:<14}{params:>10,}{fast:>15,.0f}{slow:>17,.0f}{fast / slow:>7.2f}x")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Encoder-decoder models composed from parts: embeddings -> encoder (a Backbone) -> decoder (a Decoder) -> generator.
+
+The model config supplies the families (``backbone`` as the encoder, ``decoder``, ``positions``);
+the task supplies the vocabularies and whether they are shared. The same ``Seq2Seq`` serves
+the Transformer and the recurrent encoder-decoder, so translation and summarization compare
+like with like, and ``suite.decode`` generates from either.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from hydra.utils import instantiate
+from torch import Tensor, nn
+
+from suite.models.embeddings import TokenEmbedding
+from suite.models.heads import Generator
+from suite.types import State
+
+
+class Seq2Seq(nn.Module):
+    """Source ids (B, L) and target-input ids (B, T) -> next-token logits (B, T, V).
+
+    Args:
+        src_embed, tgt_embed: token embeddings (the same module when the vocabulary is shared).
+        src_positions, tgt_positions: position encodings (identity for recurrent models).
+        encoder: (B, L, D), (B, L) pad mask -> memory (B, L, D); any ``suite.types.Backbone``.
+        decoder: any ``suite.types.Decoder``.
+        generator: (B, T, D) -> (B, T, V).
+        dropout: on the embedded inputs.
+    """
+
+    def __init__(self, src_embed: nn.Module, tgt_embed: nn.Module, src_positions: nn.Module, tgt_positions: nn.Module, encoder: nn.Module, decoder: nn.Module, generator: nn.Module, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.src_embed, self.tgt_embed = src_embed, tgt_embed
+        self.src_positions, self.tgt_positions = src_positions, tgt_positions
+        self.encoder, self.decoder, self.generator = encoder, decoder, generator
+        self.dropout = nn.Dropout(dropout)
+
+    def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        """(B, L) ids, (B, L) pad mask -> memory (B, L, D)."""
+        return self.encoder(self.dropout(self.src_positions(self.src_embed(src))), src_mask)
+
+    def decode_features(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        """Target-input ids (B, T), memory (B, L, D) -> decoder states (B, T, D), all positions at once."""
+        x = self.dropout(self.tgt_positions(self.tgt_embed(tgt)))  # (B, T, D)
+        return self.decoder(x, memory, src_mask)
+
+    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        """Target-input ids (B, T), memory (B, L, D) -> logits (B, T, V)."""
+        return self.generator(self.decode_features(tgt, memory, src_mask))
+
+    def forward(self, src: Tensor, src_mask: Tensor | None, tgt: Tensor) -> Tensor:
+        return self.decode(tgt, self.encode(src, src_mask), src_mask)  # (B, T, V)
+
+    def start(self, memory: Tensor, src_mask: Tensor | None = None) -> State:
+        """Generation state before the first token: the memory, its mask and the decoder's cache."""
+        if src_mask is None:
+            src_mask = torch.zeros(memory.shape[:2], dtype=torch.bool, device=memory.device)
+        return {"memory": memory, "memory_mask": src_mask, **self.decoder.init_cache(memory, src_mask)}
+
+    def step(self, tokens: Tensor, position: int, state: State) -> tuple[Tensor, State]:
+        """The newest tokens (B, 1) at ``position`` -> (next-token logits (B, V), the new state)."""
+        x = self.tgt_positions(self.tgt_embed(tokens), offset=position)  # (B, 1, D)
+        h, state = self.decoder.step(x, state["memory"], state["memory_mask"], state)
+        return self.generator(h[:, -1]), state
+
+
+def build_seq2seq(model_cfg: Any, src_vocab: int, tgt_vocab: int, max_len: int, shared_vocab: bool = False, tie_output: bool = True, pad_id: int = 0) -> Seq2Seq:
+    """Build a ``Seq2Seq`` from a ``conf/model/*.yaml`` node that has a ``decoder``.
+
+    Args:
+        model_cfg: node with d_model, embed_dropout, positions, backbone (the encoder), decoder.
+        src_vocab, tgt_vocab: vocabulary sizes.
+        max_len: longest source or target sequence.
+        shared_vocab: one vocabulary for both sides: one embedding matrix serves both.
+        tie_output: the generator reuses the target embedding matrix.
+        pad_id: padding id (its embedding stays zero).
+    """
+    if model_cfg.get("decoder") is None:
+        raise ValueError(f"model {model_cfg.get('name')!r} has no decoder: sequence-to-sequence tasks need one (e.g. model=transformer, lstm, gru)")
+    if shared_vocab and src_vocab != tgt_vocab:
+        raise ValueError(f"a shared vocabulary needs equal sizes, got {src_vocab} and {tgt_vocab}")
+    d = model_cfg.d_model
+    src_embed = TokenEmbedding(src_vocab, d, padding_idx=pad_id)
+    tgt_embed = src_embed if shared_vocab else TokenEmbedding(tgt_vocab, d, padding_idx=pad_id)
+    positions = instantiate(model_cfg.positions)
+    return Seq2Seq(
+        src_embed=src_embed,
+        tgt_embed=tgt_embed,
+        src_positions=positions(d_model=d, max_len=max_len),
+        tgt_positions=positions(d_model=d, max_len=max_len),
+        encoder=instantiate(model_cfg.backbone),
+        decoder=instantiate(model_cfg.decoder),
+        generator=Generator(d, tgt_vocab, tie_to=tgt_embed.embed if tie_output else None),
+        dropout=model_cfg.embed_dropout,
+    )

@@ -1,0 +1,294 @@
+"""Sequence to sequence as a task kind: any domain that maps a text to a text (translation, summarization).
+
+A domain module supplies the text pairs of each split, the tokenizers and a scorer
+(hypotheses and pairs -> metrics); this module supplies batching, model building, the loss
+and evaluation by generation. Every example keeps a global index, so evaluation scores the
+generated text against the raw references (never against re-decoded token ids), and knows
+which split or extra test set an example came from.
+"""
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import torch
+import torch.nn.functional as F
+from hydra.utils import instantiate
+from tokenizers import Tokenizer
+from torch import Tensor, nn
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from suite.datadir import DataError
+from suite.models.seq2seq import Seq2Seq, build_seq2seq
+from suite.text import BOS, EOS, PAD, decode, encode
+from suite.types import Batch
+
+
+@dataclass(frozen=True)
+class TextPair:
+    """One example: the source, the target (the training target and first reference), and further references."""
+
+    source: str
+    target: str
+    references: tuple[str, ...] = ()
+
+
+Scorer = Callable[[list[str], list[TextPair]], dict[str, float]]
+Search = Callable[..., list[list[int]]]  # suite.decode.greedy / beam_search with their options bound
+
+
+@dataclass
+class Seq2SeqData:
+    """Everything a sequence-to-sequence task needs from its domain.
+
+    Args:
+        splits: 'train', 'val', 'test' and any extra test sets (evaluated with 'test', metrics
+            prefixed with their name), in that order.
+        src_tok, tgt_tok: tokenizers (the same object when the vocabulary is shared).
+    """
+
+    splits: dict[str, list[TextPair]]
+    src_tok: Tokenizer
+    tgt_tok: Tokenizer
+
+
+class PairDataset(Dataset):
+    """Encoded (source ids, target ids, global index) triples."""
+
+    def __init__(self, sources: list[list[int]], targets: list[list[int]], indices: Sequence[int]) -> None:
+        self.sources = [torch.as_tensor(s, dtype=torch.long) for s in sources]
+        self.targets = [torch.as_tensor(t, dtype=torch.long) for t in targets]
+        self.indices = list(indices)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, i: int) -> tuple[Tensor, Tensor, int]:
+        return self.sources[i], self.targets[i], self.indices[i]
+
+
+class LengthBatches(Sampler[list[int]]):
+    """Batches of similar source length, so little compute goes to padding.
+
+    Training: shuffle, sort within pools of ``pool`` batches, shuffle the batches (seeded).
+    Evaluation: sorted by length, in a fixed order.
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None, pool: int = 50) -> None:
+        self.lengths, self.batch_size, self.generator, self.pool = list(lengths), batch_size, generator, pool
+
+    def __len__(self) -> int:
+        return (len(self.lengths) + self.batch_size - 1) // self.batch_size
+
+    def __iter__(self) -> Iterator[list[int]]:
+        if self.generator is None:
+            order = sorted(range(len(self.lengths)), key=self.lengths.__getitem__)
+            yield from (order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size))
+            return
+        rng = random.Random(int(torch.randint(2**31, (1,), generator=self.generator)))
+        order = list(range(len(self.lengths)))
+        rng.shuffle(order)
+        span = self.batch_size * self.pool
+        batches = []
+        for start in range(0, len(order), span):
+            pool = sorted(order[start : start + span], key=self.lengths.__getitem__)
+            batches += [pool[i : i + self.batch_size] for i in range(0, len(pool), self.batch_size)]
+        rng.shuffle(batches)
+        yield from batches
+
+
+def pad_stack(seqs: list[Tensor], pad_id: int) -> Tensor:
+    """Right-pad 1-D id tensors to (B, longest)."""
+    out = torch.full((len(seqs), max(1, max(len(s) for s in seqs))), pad_id, dtype=torch.long)
+    for row, s in enumerate(seqs):
+        out[row, : len(s)] = s
+    return out
+
+
+def pair_collate(pad_id: int, bos_id: int, eos_id: int) -> Callable[[list[tuple[Tensor, Tensor, int]]], Batch]:
+    """Collate triples into a Batch: inputs = sources (B, L), targets = [BOS] target [EOS] (B, T + 2), extra['index'] (B,)."""
+
+    def collate(items: list[tuple[Tensor, Tensor, int]]) -> Batch:
+        bos, eos = torch.tensor([bos_id]), torch.tensor([eos_id])
+        src = pad_stack([s for s, _, _ in items], pad_id)
+        tgt = pad_stack([torch.cat([bos, t, eos]) for _, t, _ in items], pad_id)
+        pad_mask = src == pad_id
+        n_tokens = int((~pad_mask).sum() + (tgt[:, 1:] != pad_id).sum())  # what the model reads and predicts
+        return Batch(
+            inputs=src,
+            targets=tgt,
+            pad_mask=pad_mask if pad_mask.any() else None,
+            n_items=len(items),
+            n_tokens=n_tokens,
+            extra={"index": torch.tensor([i for _, _, i in items])},
+        )
+
+    return collate
+
+
+class Seq2SeqTask:
+    """The ``Task`` contract for text-to-text domains.
+
+    Args:
+        name: task name (translation, summarization).
+        dataset: dataset name within the task.
+        load: builds the ``Seq2SeqData`` (called once, by ``setup``).
+        scorer: (hypotheses, pairs) -> metrics, higher is better.
+        search: decoding for the test sets (``suite.decode`` function with options bound).
+        val_search: decoding for validation (model selection), usually the cheaper greedy.
+        max_source_len, max_target_len: token limits (longer inputs and targets are truncated;
+            generation stops at ``max_target_len`` tokens).
+        val_limit: decode only the first so many validation examples each epoch (None: all).
+        label_smoothing: cross-entropy label smoothing in training.
+        tie_output: the generator reuses the target embedding matrix.
+        primary_metric: validation metric for model selection.
+        text_model_defaults: values a model of strings (e.g. ``suite.models.lead.Lead``) takes
+            from the task where its config leaves them null.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        dataset: str,
+        load: Callable[[], Seq2SeqData],
+        scorer: Scorer,
+        search: Search,
+        val_search: Search,
+        max_source_len: int,
+        max_target_len: int,
+        val_limit: int | None = None,
+        label_smoothing: float = 0.1,
+        tie_output: bool = True,
+        primary_metric: str = "bleu",
+        text_model_defaults: dict[str, Any] | None = None,
+    ) -> None:
+        self.name, self.dataset, self.load, self.scorer = name, dataset, load, scorer
+        self.search, self.val_search = search, val_search
+        self.max_source_len, self.max_target_len, self.val_limit = max_source_len, max_target_len, val_limit
+        self.label_smoothing, self.tie_output, self.primary_metric = label_smoothing, tie_output, primary_metric
+        self.text_model_defaults = text_model_defaults or {}
+        self.data: Seq2SeqData | None = None
+        self.examples: list[TextPair] = []  # every split's pairs; a batch's extra['index'] points here
+        self.groups: list[str] = []  # the split or test set of each example
+        self.datasets: dict[str, PairDataset] = {}
+
+    # --- data ---------------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        if self.data is not None:
+            return
+        self.data = self.load()
+        for split, pairs in self.data.splits.items():
+            if split == "val" and self.val_limit is not None:
+                pairs = pairs[: self.val_limit]
+            start = len(self.examples)
+            self.examples += pairs
+            self.groups += [split] * len(pairs)
+            sources = [ids[: self.max_source_len] for ids in encode(self.data.src_tok, [p.source for p in pairs])]
+            empty = [i for i, ids in enumerate(sources) if not ids]
+            if empty:  # an all-padding source row would make attention undefined
+                raise DataError(f"{self.dataset} {split}: example {empty[0] + 1} has an empty source ({len(empty)} such)")
+            targets = [ids[: self.max_target_len] for ids in encode(self.data.tgt_tok, [p.target for p in pairs])]
+            self.datasets[split] = PairDataset(sources, targets, range(start, start + len(pairs)))
+
+    @property
+    def ready(self) -> Seq2SeqData:
+        if self.data is None:
+            raise RuntimeError(f"task {self.name!r} used before setup()")
+        return self.data
+
+    def split_sizes(self) -> dict[str, int]:
+        self.ready
+        return {split: len(ds) for split, ds in self.datasets.items()}
+
+    def seq_len(self) -> int:
+        return self.max_source_len
+
+    def special(self, token: str) -> int:
+        return self.ready.tgt_tok.token_to_id(token)
+
+    def loaders(self, batch_size: int, seed: int, eval_batch_size: int | None = None) -> dict[str, DataLoader]:
+        """Train (length-bucketed, shuffled with ``seed``), val, and test with any extra test sets appended."""
+        self.ready
+        collate = pair_collate(self.special(PAD), self.special(BOS), self.special(EOS))
+        gen = torch.Generator().manual_seed(seed)
+
+        def make(dataset: Dataset, lengths: list[int], size: int, generator: torch.Generator | None) -> DataLoader:
+            return DataLoader(dataset, batch_sampler=LengthBatches(lengths, size, generator), collate_fn=collate)
+
+        lengths = {split: [len(s) for s in ds.sources] for split, ds in self.datasets.items()}
+        tests = [split for split in self.datasets if split not in ("train", "val")]
+        test = torch.utils.data.ConcatDataset([self.datasets[s] for s in tests])
+        eval_bs = eval_batch_size or batch_size
+        return {
+            "train": make(self.datasets["train"], lengths["train"], batch_size, gen),
+            "val": make(self.datasets["val"], lengths["val"], eval_bs, None),
+            "test": make(test, [n for s in tests for n in lengths[s]], eval_bs, None),
+        }
+
+    # --- model, loss ---------------------------------------------------------------------------
+
+    def build_model(self, model_cfg: Any) -> nn.Module:
+        """An encoder-decoder from the model config, or a model of strings (``text_model``, e.g. Lead-k)."""
+        data = self.ready
+        if model_cfg.get("text_model") is not None:
+            unset = {k: v for k, v in self.text_model_defaults.items() if model_cfg.text_model.get(k) is None}
+            return instantiate(model_cfg.text_model, **unset)
+        return build_seq2seq(
+            model_cfg,
+            src_vocab=data.src_tok.get_vocab_size(),
+            tgt_vocab=data.tgt_tok.get_vocab_size(),
+            max_len=max(self.max_source_len, self.max_target_len + 2),
+            shared_vocab=data.src_tok is data.tgt_tok,
+            tie_output=self.tie_output,
+            pad_id=self.special(PAD),
+        )
+
+    def token_loss(self, model: nn.Module, batch: Batch, label_smoothing: float = 0.0, reduction: str = "mean") -> Tensor:
+        """Teacher-forced cross-entropy of the next target token, over real (non-pad) positions."""
+        logits = model(batch.inputs, batch.pad_mask, batch.targets[:, :-1])  # (B, T + 1, V)
+        return F.cross_entropy(
+            logits.flatten(0, 1).float(),
+            batch.targets[:, 1:].flatten(),
+            ignore_index=self.special(PAD),
+            label_smoothing=label_smoothing,
+            reduction=reduction,
+        )
+
+    def loss(self, model: nn.Module, batch: Batch) -> Tensor:
+        return self.token_loss(model, batch, self.label_smoothing)
+
+    # --- evaluation ----------------------------------------------------------------------------
+
+    def hypotheses(self, model: nn.Module, batch: Batch) -> list[str]:
+        """Generated texts for a batch: decoded by search, or produced directly by a model of strings."""
+        index = batch.extra["index"].tolist()
+        if not isinstance(model, Seq2Seq):
+            return model([self.examples[i].source for i in index])
+        search = self.val_search if self.groups[index[0]] == "val" else self.search
+        ids = search(model, batch.inputs, batch.pad_mask, bos=self.special(BOS), eos=self.special(EOS), max_len=self.max_target_len)
+        return decode(self.ready.tgt_tok, ids)
+
+    def evaluate(self, model: nn.Module, batches, device: torch.device) -> dict[str, float]:
+        """Scores per split or test set: the main one unprefixed, extra test sets as '<name>_<metric>'; plus the token loss."""
+        hyps: dict[int, str] = {}
+        nll, count = 0.0, 0
+        for batch in batches:
+            if isinstance(model, Seq2Seq):
+                nll += self.token_loss(model, batch, reduction="sum").item()
+                count += int((batch.targets[:, 1:] != self.special(PAD)).sum())
+            hyps.update(zip(batch.extra["index"].tolist(), self.hypotheses(model, batch)))
+        by_group: dict[str, list[int]] = defaultdict(list)
+        for i in sorted(hyps):
+            by_group[self.groups[i]].append(i)
+        main = next(g for g in self.datasets if g not in ("train", "val"))
+        metrics: dict[str, float] = {}
+        for group, idx in by_group.items():
+            prefix = "" if group in ("val", main) else f"{group}_"
+            scores = self.scorer([hyps[i] for i in idx], [self.examples[i] for i in idx])
+            metrics.update({prefix + k: v for k, v in scores.items()})
+        if count:
+            metrics["loss"] = nll / count
+        return metrics
