@@ -113,7 +113,6 @@ def test_every_dataset_runs_end_to_end(task, dataset, data, tmp_path):
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 
 
-@pytest.mark.parametrize("experiment", EXPERIMENTS)
 JOB_LIMITS = {  # measurement jobs, cut to one call
     "train_job": ["trainer.max_steps=1", "trainer.limit_train_batches=1", "trainer.limit_eval_batches=1", "trainer.eval_batch_size=16", "trainer.progress=false"],
     "speed_job": ["job.repeats=1", "job.warmup=1", "job.measure_peak=false", "task.seq_len=32"],
