@@ -5,12 +5,13 @@ import pytest
 import torch
 from rouge_score import rouge_scorer
 
+from suite.datadir import DataError
 from suite.decode import greedy
 from suite.models.lead import Lead
 from suite.text import split_sentences, train_bpe
 from tasks.seq2seq import Seq2SeqData, Seq2SeqTask, TextPair
 from tasks.summarization import Rouge, aeslc_splits, bbc_splits, unglue
-from tests.conftest import need_data
+from tests.conftest import compose_config, need_data, shrink
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +86,6 @@ def test_task_rouge_equals_rouge_score_called_directly(aeslc):
 
 
 def test_neural_model_is_scored_on_decoded_text(aeslc):
-    from tests.conftest import compose_config, shrink
-
     task = tiny_task(aeslc)
     model = task.build_model(shrink(compose_config("model=lstm")).model).eval()
     with torch.no_grad():
@@ -96,8 +95,6 @@ def test_neural_model_is_scored_on_decoded_text(aeslc):
 
 
 def test_an_empty_source_is_a_data_error(aeslc):
-    from suite.datadir import DataError
-
     splits = {"train": aeslc["train"][:20], "val": [TextPair("", "subject")], "test": aeslc["test"][:5]}
     tok = train_bpe([p.source for p in splits["train"]], 300, reversible=True)
     task = Seq2SeqTask("summarization", "aeslc", lambda: Seq2SeqData(splits, tok, tok), Rouge(), greedy, greedy, max_source_len=64, max_target_len=8)
