@@ -12,6 +12,10 @@ RUN := $(PYTHON) -m suite.run
 BENCH_DIR ?= runs/bench-quick
 BENCH_FULL_DIR ?= runs/bench-full
 RUNS ?= $(BENCH_DIR)
+# Training sweeps of small models run two points at a time, one thread each (faster on 2 cores
+# than one point on two threads); the speed sweep runs alone, on every thread.
+PAR := OMP_NUM_THREADS=1
+JOBLIB := hydra/launcher=joblib hydra.launcher.n_jobs=2
 NAME ?= quick
 
 .PHONY: help install data fashion-mnist test test-slow bench bench-full report perf clean
@@ -45,10 +49,16 @@ test-slow: data ## Run the slower checks (marker 'slow')
 	$(PYTHON) -m pytest -m slow -q
 
 bench: data ## The quick benchmark (<20 min on 2 cores): every task, both sweeps at reduced size, the report in results/quick/
-	$(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks
+	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB)
+	$(PAR) $(RUN) -m experiment=translation_quick hydra.sweep.dir=$(BENCH_DIR)/translation $(JOBLIB) \
+	  model=transformer,lstm trainer.time_budget_s=60 trainer.max_steps=150 trainer.progress=false \
+	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
+	$(PAR) $(RUN) -m experiment=summarization_quick hydra.sweep.dir=$(BENCH_DIR)/summarization $(JOBLIB) \
+	  model=transformer,lstm,lead trainer.time_budget_s=60 trainer.max_steps=150 trainer.progress=false \
+	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
 	$(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_vs_length \
 	  task.seq_len=64,256,1024,4096 job.repeats=3 job.time_budget_s=60 job.max_len=4096
-	$(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range \
+	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range $(JOBLIB) \
 	  task=recall,listops,news_topic task.seq_len=64,256 model=transformer,lstm trainer.max_steps=150 trainer.progress=false
 	$(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_DIR)/gradient_flow
 	$(PYTHON) -m suite.report $(BENCH_DIR) --name quick --wandb
