@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
@@ -97,7 +97,7 @@ class SequenceSource:
             raise ValueError(f"{where}: format {self.format!r} is not one of ['csv', 'fasta', 'tsv']")
         if self.label.field not in ("file_name", "column", "header"):
             raise ValueError(f"{where}: label.field {self.label.field!r} is not one of ['column', 'file_name', 'header']")
-        if (self.label.field == "column") != (self.format != "fasta"):
+        if (self.label.field, self.format == "fasta") in (("column", True), ("header", False)):
             raise ValueError(f"{where}: label.field {self.label.field!r} does not fit format {self.format!r}")
         if self.label.field == "column" and not self.label.column:
             raise ValueError(f"{where}: label.field 'column' needs label.column")
@@ -112,7 +112,7 @@ class Example:
 
     sequence: str
     label: int
-    where: str = field(compare=False)
+    where: str
 
 
 # --- reading ---------------------------------------------------------------------------------------
@@ -157,11 +157,13 @@ def read_fasta(path: Path, source: SequenceSource) -> list[Example]:
 
 def read_table(path: Path, source: SequenceSource) -> list[Example]:
     """Every row of one headed CSV/TSV file (fields stripped of padding)."""
-    columns = [source.sequence_column, source.label.column]
+    by_column = source.label.field == "column"
+    columns = [source.sequence_column] + ([source.label.column] if by_column else [])
     table = read_delimited(path, columns, delimiter=DELIMITERS[source.format], strip=True)
     examples = []
-    for row, (sequence, text) in enumerate(zip(*(table[c] for c in columns))):
+    for row, sequence in enumerate(table[source.sequence_column]):
         where = f"{path}:{row + 2}"  # line numbers count the header
+        text = table[source.label.column][row] if by_column else path.name
         if not sequence:
             raise DataError(f"{where}: empty sequence")
         examples.append(Example(sequence.upper(), class_id(source, label_from(source.label, text, where), where), where))
@@ -174,9 +176,11 @@ def read_parts(source: SequenceSource, data_dir: str | None) -> dict[str, list[E
     read = read_fasta if source.format == "fasta" else read_table
     parts = {}
     for part, patterns in source.files.items():
-        paths = []
+        paths: list[Path] = []
         for pattern in [patterns] if isinstance(patterns, str) else patterns:
-            found = sorted(root.glob(pattern)) or [require(data_dir, *source.path, pattern)]
+            found = sorted(root.glob(pattern))
+            if not found:
+                require(data_dir, *source.path, pattern)  # raises DatasetMissing naming the path and `make data`
             paths += found
         parts[part] = [example for path in paths for example in read(path, source)]
     return parts

@@ -41,14 +41,18 @@ def shrink(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
+def skip_or_fail(message: str) -> None:
+    """Missing data: skip on a developer machine, fail in CI (``CI=true``)."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 def need_data(*relative: str) -> Path:
     """Path under the data directory; skip (locally) or fail (CI) when it is missing."""
     path = data_root().joinpath(*relative)
     if not path.exists():
-        message = f"dataset missing: {path} (run `make data`)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        skip_or_fail(f"dataset missing: {path} (run `make data`)")
     return path
 
 

@@ -90,6 +90,19 @@ def test_csv_errors_name_file_and_line(tmp_path):
         load(source, str(tmp_path), 1, 1, 64, 0)
 
 
+def test_tsv_with_labels_from_file_names(tmp_path):
+    folder = tmp_path / "toy"
+    folder.mkdir()
+    (folder / "pos.tsv").write_text("id\tsequence\n1\tACGT\n2\tAACC\n")
+    (folder / "neg.tsv").write_text("id\tsequence\n3\tTTGG\n")
+    source = SequenceSource.from_config(dict(
+        name="toy", path=["toy"], format="tsv", files={"train": ["*.tsv"], "val": ["pos.tsv"], "test": ["neg.tsv"]},
+        label={"field": "file_name", "pattern": r"^(\w+)\.tsv$"}, classes=["neg", "pos"], alphabet="ACGT",
+    ))
+    data = load(source, str(tmp_path), 1, 1, 64, 0)
+    assert [y for _, y in data.splits["train"]] == [0, 1, 1]  # neg.tsv sorts before pos.tsv
+
+
 def test_missing_files_name_the_path_and_make_data(tmp_path):
     write_toy(tmp_path, ">s1 class=pos\nACDE\n")
     with pytest.raises(DataError, match="make data") as err:
@@ -102,6 +115,8 @@ def test_config_mistakes_are_named():
         fasta_source(colour="red")
     with pytest.raises(ValueError, match="does not fit format 'fasta'"):
         fasta_source(label={"field": "column", "column": "y"})
+    with pytest.raises(ValueError, match="does not fit format 'csv'"):
+        fasta_source(format="csv", label={"field": "header"})
     with pytest.raises(ValueError, match="not all of"):
         fasta_source(files={"train": ["train.fa"]})
 
@@ -161,3 +176,9 @@ def test_a_bad_record_fails_the_run_before_training_and_names_it(tmp_path):
     record = execute(shrink(compose_config("task=protein", "model=lstm", f"data_dir={tmp_path / 'data'}")), tmp_path / "run")
     assert record.status == "failed" and record.steps is None
     assert f"{copy / 'DECOY.te.fa'}: record 713 ('UniRef50_BAD'): unknown residue '*' at position 6" in record.error
+
+
+def test_consistent_unique_keeps_first_copies_and_drops_conflicts():
+    from suite.splits import consistent_unique
+
+    assert consistent_unique(["a", "b", "a", "c", "c"], [0, 1, 0, 1, 2]) == [0, 1]
