@@ -37,21 +37,42 @@ def read_polarity(path: Path) -> list[str]:
     return [line.strip() for line in lines]
 
 
+def token_spans(text: str, proper: bool) -> set[str]:
+    """Every contiguous run of whole tokens of ``text`` (only the shorter ones if ``proper``)."""
+    words = text.split()
+    n = len(words)
+    return {" ".join(words[i:j]) for i in range(n) for j in range(i + 1, n + 1) if not proper or j - i < n}
+
+
 def sst2_splits(data_dir: str | None, val_fraction: float, split_seed: int) -> dict[str, tuple[list[str], list[int]]]:
-    """GLUE protocol: train = train.tsv + dev.tsv minus a validation slice; test = test.tsv (GLUE dev)."""
+    """GLUE protocol: train = train.tsv + dev.tsv minus validation sentences; test = test.tsv (GLUE dev).
+
+    GLUE's training rows are the phrases of parse trees, so a random validation slice shares its
+    sub-phrases with training and says little about whole sentences. Validation is therefore
+    a seeded, stratified ``val_fraction`` of the full sentences (rows that are no part of another
+    row), and every training row that is a part of a validation sentence is removed.
+    """
     root = require(data_dir, "sentiment", "sst2")
     texts, labels = [], []
     for name in ("train.tsv", "dev.tsv"):
         t, y = read_sst2(root / name)
         texts, labels = texts + t, labels + y
-    keep = dedupe(texts)  # GLUE's train repeats some phrases; repeats would straddle train/val
+    keep = dedupe(texts)  # GLUE's train repeats some phrases
     texts, labels = [texts[i] for i in keep], [labels[i] for i in keep]
-    parts = stratified_split(labels, {"train": 1 - val_fraction, "val": val_fraction}, split_seed)
-    test = read_sst2(root / "test.tsv")
+    parts_of_rows: set[str] = set()
+    for text in texts:
+        parts_of_rows |= token_spans(text, proper=True)
+    sentences = [i for i, text in enumerate(texts) if text not in parts_of_rows]
+    chosen = stratified_split([labels[i] for i in sentences], {"val": val_fraction, "rest": 1 - val_fraction}, split_seed)["val"]
+    val = [sentences[i] for i in chosen]
+    leaked: set[str] = set()
+    for i in val:
+        leaked |= token_spans(texts[i], proper=False)
+    train = [i for i, text in enumerate(texts) if text not in leaked]
     return {
-        "train": ([texts[i] for i in parts["train"]], [labels[i] for i in parts["train"]]),
-        "val": ([texts[i] for i in parts["val"]], [labels[i] for i in parts["val"]]),
-        "test": test,
+        "train": ([texts[i] for i in train], [labels[i] for i in train]),
+        "val": ([texts[i] for i in val], [labels[i] for i in val]),
+        "test": read_sst2(root / "test.tsv"),
     }
 
 
@@ -88,7 +109,7 @@ def load(dataset: str, data_dir: str | None, vocab_size: int, max_len: int, val_
     )
 
 
-def build(name: str, dataset: str, data_dir: str | None = None, vocab_size: int = 8000, max_len: int = 64, val_fraction: float = 0.05, test_fraction: float = 0.1, split_seed: int = 0, label_smoothing: float = 0.0) -> ClassificationTask:
+def build(name: str, dataset: str, data_dir: str | None = None, vocab_size: int = 8000, max_len: int = 64, val_fraction: float = 0.1, test_fraction: float = 0.1, split_seed: int = 0, label_smoothing: float = 0.0) -> ClassificationTask:
     """The sentiment task (``conf/task/sentiment.yaml``)."""
     loader = partial(load, dataset, data_dir, vocab_size, max_len, val_fraction, test_fraction, split_seed)
     return ClassificationTask(name, dataset, loader, label_smoothing=label_smoothing)
