@@ -15,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from suite.results import ResultRecord  # noqa: E402
+from suite.results import ResultRecord, trainer_name  # noqa: E402
 
 LENGTH_TASKS = ("long_range", "news_topic")  # tasks whose accuracy is studied against length
 MODEL_ORDER = ["transformer", "transformer_base", "vit", "lstm", "bilstm", "gru", "rnn", "lead"]
@@ -140,7 +140,7 @@ def domain_bars(records: list[ResultRecord], out: Path) -> Path | None:
     metric_of: dict[str, str] = {}
     for r in runs:
         key, value = primary(r)
-        label = f"{r.task}\n{r.dataset}"
+        label = f"{r.task}\n{r.dataset}\n{trainer_name(r)}"  # profiles are never averaged together
         metric_of[label] = key
         groups[label][r.model].append(value)
     labels = sorted(groups)

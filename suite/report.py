@@ -17,7 +17,7 @@ from pathlib import Path
 
 from suite.datadir import PROJECT_ROOT
 from suite.plots import FIGURES, is_speed, is_training
-from suite.results import ResultRecord, find_results
+from suite.results import ResultRecord, find_results, trainer_name
 
 SPEED_KEYS = ("train_tokens_per_s", "infer_tokens_per_s")
 
@@ -31,16 +31,16 @@ def mean_std(values: list[float]) -> str:
 
 
 def summary_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
-    """One row per (task, dataset, model, seq_len); metrics and speeds aggregated over seeds."""
+    """One row per (task, dataset, model, seq_len, trainer profile); metrics and speeds aggregated over seeds."""
     groups: dict[tuple, list[ResultRecord]] = defaultdict(list)
     for r in records:
-        groups[(r.task, r.dataset, r.model, r.seq_len)].append(r)
+        groups[(r.task, r.dataset, r.model, r.seq_len, trainer_name(r))].append(r)
     rows = []
-    for (task, dataset, model, seq_len), runs in sorted(groups.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
+    for (task, dataset, model, seq_len, trainer), runs in sorted(groups.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
         ok = [r for r in runs if r.status == "ok"]
         metric_names = sorted({k for r in ok for k in r.metrics if not k.startswith("val_") and k != "loss"})
         row = {
-            "task": task, "dataset": dataset, "model": model, "seq_len": str(seq_len or ""),
+            "task": task, "dataset": dataset, "model": model, "seq_len": str(seq_len or ""), "trainer": trainer,
             "runs": f"{len(ok)}/{len(runs)} ok", "params": str(ok[0].params) if ok else "",
         }
         row["test metrics"] = "; ".join(f"{m} {mean_std([r.metrics[m] for r in ok if m in r.metrics])}" for m in metric_names)

@@ -65,6 +65,13 @@ def read_result(path: Path) -> ResultRecord:
     return ResultRecord(**json.loads(Path(path).read_text()))
 
 
+def trainer_name(r: ResultRecord) -> str:
+    """The trainer profile a run used (runs of different profiles are never averaged together)."""
+    trainer = r.config.get("trainer") or {}
+    budget = trainer.get("max_steps")
+    return f"{trainer.get('name', '')}" + (f" ({budget} steps)" if budget else "")
+
+
 def find_results(*roots: Path) -> list[tuple[Path, ResultRecord]]:
     """Every ``result.json`` below the given run or sweep directories, sorted by path."""
     found = []
