@@ -5,7 +5,7 @@ Masks follow PyTorch's ``key_padding_mask`` convention: ``True`` marks padding.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
 
@@ -129,8 +129,3 @@ class WritesArtifacts(Protocol):
     def write_artifacts(self, model: nn.Module, run_dir: Path, device: torch.device) -> list[Path]:
         """Called once after fit, with the best weights in place; returns the files written (under run_dir)."""
         ...
-
-
-def dataclass_dict(obj: Any) -> dict[str, Any]:
-    """Shallow dict of a dataclass (json-friendly when its fields are)."""
-    return {f.name: getattr(obj, f.name) for f in fields(obj)}
