@@ -50,22 +50,27 @@ test-slow: data ## Run the slower checks (marker 'slow')
 
 bench: data ## The quick benchmark (<20 min on 2 cores): every task, both sweeps at reduced size, the report in results/quick/
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB)
-	$(PAR) $(RUN) -m experiment=translation_quick hydra.sweep.dir=$(BENCH_DIR)/translation $(JOBLIB) \
+	$(PAR) $(RUN) -m task=translation trainer=quick hydra.sweep.dir=$(BENCH_DIR)/translation $(JOBLIB) \
 	  model=transformer,lstm trainer.time_budget_s=60 trainer.max_steps=150 trainer.progress=false \
 	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
-	$(PAR) $(RUN) -m experiment=summarization_quick hydra.sweep.dir=$(BENCH_DIR)/summarization $(JOBLIB) \
+	$(PAR) $(RUN) -m task=summarization trainer=quick hydra.sweep.dir=$(BENCH_DIR)/summarization $(JOBLIB) \
 	  model=transformer,lstm,lead trainer.time_budget_s=60 trainer.max_steps=150 trainer.progress=false \
 	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
 	$(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_vs_length \
 	  task.seq_len=64,256,1024,4096 job.repeats=3 job.time_budget_s=60 job.max_len=4096
+	$(RUN) experiment=mfu_standard hydra.run.dir=$(BENCH_DIR)/mfu_standard
 	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range $(JOBLIB) \
 	  task=recall,listops,news_topic task.seq_len=64,256 model=transformer,lstm trainer.max_steps=150 trainer.progress=false
 	$(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_DIR)/gradient_flow
 	$(PYTHON) -m suite.report $(BENCH_DIR) --name quick --wandb
 
 bench-full: data ## The full benchmark: trainer=full on every task, full sweeps (hours on a CPU; meant for a GPU)
-	$(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_FULL_DIR)/tasks trainer=full seed=0,1,2
+	$(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_FULL_DIR)/tasks trainer=full trainer.time_budget_s=null \
+	  trainer.progress=true seed=0,1,2
+	$(RUN) -m experiment=translation_full hydra.sweep.dir=$(BENCH_FULL_DIR)/translation model=transformer,lstm
+	$(RUN) -m task=summarization trainer=full hydra.sweep.dir=$(BENCH_FULL_DIR)/summarization model=transformer,lstm,lead
 	$(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_FULL_DIR)/speed_vs_length
+	$(RUN) experiment=mfu_standard hydra.run.dir=$(BENCH_FULL_DIR)/mfu_standard
 	$(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_FULL_DIR)/long_range
 	$(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_FULL_DIR)/gradient_flow task.seq_len=512
 	$(PYTHON) -m suite.report $(BENCH_FULL_DIR) --name full --wandb

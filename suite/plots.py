@@ -21,8 +21,9 @@ LENGTH_TASKS = ("long_range", "news_topic")  # tasks whose accuracy is studied a
 MODEL_ORDER = ["transformer", "transformer_base", "vit", "lstm", "bilstm", "gru", "rnn", "lead"]
 
 
-def model_key(name: str) -> tuple[int, str]:
-    return (MODEL_ORDER.index(name) if name in MODEL_ORDER else len(MODEL_ORDER), name)
+def model_key(label: str) -> tuple[int, str]:
+    name = label.split(" ")[0]  # a series label may carry the size after the model name
+    return (MODEL_ORDER.index(name) if name in MODEL_ORDER else len(MODEL_ORDER), label)
 
 
 def is_speed(r: ResultRecord) -> bool:
@@ -42,13 +43,24 @@ def primary(r: ResultRecord) -> tuple[str, float] | None:
     return key, tests[key]
 
 
+def model_size(r: ResultRecord) -> str:
+    """Width x depth of a run's model, from its composed config ('' when the config lacks them)."""
+    model = r.config.get("model", {})
+    width, depth = model.get("d_model"), model.get("backbone", {}).get("n_layers")
+    return f"d{width}x{depth}" if width and depth else ""
+
+
 def series_by_model(records: list[ResultRecord], value: Callable[[ResultRecord], float | None]) -> dict[str, dict[int, list[float]]]:
-    """model -> seq_len -> values (over seeds)."""
+    """model -> seq_len -> values (over seeds). A model present at several sizes gets one series per size."""
+    sizes: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        sizes[r.model].add(model_size(r))
     out: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         v = value(r)
         if v is not None and r.seq_len:
-            out[r.model][r.seq_len].append(v)
+            label = f"{r.model} {model_size(r)}" if len(sizes[r.model]) > 1 else r.model
+            out[label][r.seq_len].append(v)
     return out
 
 

@@ -43,3 +43,16 @@ def test_report_aggregates_seeds_and_failures(tmp_path, capsys):
     assert "2/3 ok" in table and "accuracy 0.81 ± 0.014" in table and "failed: boom" in table
     assert (tmp_path / "results" / "t" / "index.html").exists() and (tmp_path / "results" / "t" / "domains.png").exists()
     assert (tmp_path / "results" / "t" / "results.csv").read_text().startswith("task,")
+
+
+def test_speed_series_split_by_size_only_when_sizes_differ():
+    from suite.plots import series_by_model
+
+    def rec(model, width, length):
+        return ResultRecord(status="ok", task="long_range", dataset="recall", seed=0, model=model, seq_len=length, speed={"train_step_ms": float(length)},
+                            config={"model": {"d_model": width, "backbone": {"n_layers": 2}}})
+
+    records = [rec("transformer", 128, 64), rec("transformer", 128, 256), rec("transformer", 256, 256), rec("lstm", 128, 64)]
+    series = series_by_model(records, lambda r: r.speed["train_step_ms"])
+    assert set(series) == {"transformer d128x2", "transformer d256x2", "lstm"}
+    assert dict(series["transformer d128x2"]) == {64: [64.0], 256: [256.0]}

@@ -133,6 +133,24 @@ def test_every_experiment_runs_a_step(experiment, tmp_path, request):
     assert record.steps == (1 if job == "train_job" else 0)
 
 
+RECIPES = sorted(p.stem for p in (CONF / "recipe").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_recipe_applies_to_its_task_and_trainer_only(recipe, tmp_path, request):
+    # conf/recipe/<task>_<trainer>.yaml is picked by the defaults list for that pair alone.
+    task, _, trainer = recipe.rpartition("_")
+    own = compose_config(f"task={task}", f"trainer={trainer}", tiny=False)
+    other = compose_config(f"task={task}", "trainer=full" if trainer != "full" else "trainer=quick", tiny=False)
+    assert own.trainer.time_budget_s != other.trainer.time_budget_s or own.trainer.max_steps != other.trainer.max_steps
+    assert compose_config(f"task={task}", f"trainer={trainer}", "trainer.max_steps=7", tiny=False).trainer.max_steps == 7  # the command line wins
+    need_data(*DATA_OF[task])
+    cfg = shrink(compose_config(f"task={task}", f"trainer={trainer}", "logger=none", *JOB_LIMITS["train_job"], *TINY_TASK[task],
+                                f"data_dir={request.getfixturevalue('subset_data')}", tiny=False))
+    record = execute(cfg, tmp_path)
+    assert record.status == "ok", record.error
+
+
 def test_lead_baseline_is_evaluated_without_training(tmp_path, subset_data):
     record = run_tiny(tmp_path, "task=summarization", "model=lead", *TINY_TASK["summarization"], f"data_dir={subset_data}")
     assert record.status == "ok", record.error
