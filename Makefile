@@ -51,10 +51,10 @@ test-slow: data ## Run the slower checks (marker 'slow')
 bench: data ## The quick benchmark (<20 min on 2 cores): every task, both sweeps at reduced size, the report in results/quick/
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB)
 	$(PAR) $(RUN) -m task=translation trainer=quick hydra.sweep.dir=$(BENCH_DIR)/translation $(JOBLIB) \
-	  model=transformer,lstm trainer.time_budget_s=60 trainer.max_steps=150 trainer.progress=false \
-	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
+	  model=transformer,lstm trainer.time_budget_s=60 trainer.progress=false \
+	  'hydra.sweep.subdir=$${task.name}-$${task.direction}-$${model.name}-s$${seed}'
 	$(PAR) $(RUN) -m task=summarization trainer=quick hydra.sweep.dir=$(BENCH_DIR)/summarization $(JOBLIB) \
-	  model=transformer,lstm,lead trainer.time_budget_s=60 trainer.max_steps=150 trainer.progress=false \
+	  model=transformer,lstm,lead trainer.time_budget_s=60 trainer.progress=false \
 	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
 	$(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_vs_length \
 	  task.seq_len=64,256,1024,4096 job.repeats=3 job.time_budget_s=60 job.max_len=4096

@@ -11,6 +11,7 @@ import copy
 import logging
 import math
 import time
+import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,34 @@ def limited(batches: Iterable[Batch], limit: int | None) -> Iterator[Batch]:
         yield batch
 
 
+class BudgetPlan:
+    """How many steps fit in a time budget, from the time of the first steps.
+
+    The first ``skip`` steps (allocation, caches) are not timed; after ``skip + timed`` steps the
+    rate gives the steps that fit. A plan only ever shortens the run.
+    """
+
+    def __init__(self, budget_s: float, planned: int, skip: int = 2, timed: int = 10) -> None:
+        self.budget_s, self.planned, self.skip, self.timed = budget_s, planned, skip, timed
+        self.mark: float | None = None
+        self.fits: int | None = None
+
+    def observe(self, step: int, seconds: float) -> int | None:
+        """Record ``seconds`` of training after ``step`` steps; returns the new total once, if shorter."""
+        if step == self.skip:
+            self.mark = seconds
+        elif step == self.skip + self.timed and self.mark is not None:
+            per_step = (seconds - self.mark) / self.timed
+            fits = step + int((self.budget_s - seconds) / per_step) if per_step > 0 else self.planned
+            if fits < self.planned:
+                self.fits = max(step + 1, fits)
+                return self.fits
+        return None
+
+    def ends(self, step: int) -> bool:
+        return self.fits is not None and step >= self.fits
+
+
 class Trainer:
     """Fits a model on a task.
 
@@ -71,7 +100,9 @@ class Trainer:
         grad_clip: max gradient norm (0: off).
         precision: 'fp32' or 'bf16' (autocast).
         patience: epochs without validation improvement before stopping (0: never stop early).
-        time_budget_s: stop training after this many seconds of training (None: no budget).
+        time_budget_s: stop training after this many seconds of training (None: no budget). The
+            schedule is then re-planned, once the first steps are timed, to end with the budget:
+            a cosine cut off by the clock would stop at a high learning rate.
         limit_train_batches, limit_eval_batches: cap batches per epoch / per evaluation (smoke tests).
         log_every: steps between loss logs to the tracker.
         progress: show a progress bar.
@@ -106,6 +137,17 @@ class Trainer:
         self.limit_train_batches, self.limit_eval_batches = limit_train_batches, limit_eval_batches
         self.log_every, self.progress = log_every, progress
 
+    def replan(self, optimizer: torch.optim.Optimizer, total: int, done: int) -> Any:
+        """A fresh schedule over ``total`` steps, advanced to step ``done``."""
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        scheduler = self.make_scheduler(optimizer, total_steps=total)
+        with warnings.catch_warnings():  # fast-forwarding steps the schedule without the optimizer
+            warnings.simplefilter("ignore")
+            for _ in range(done):
+                scheduler.step()
+        return scheduler
+
     def autocast(self, device: torch.device):
         if self.precision == "bf16":
             return torch.autocast(device.type, dtype=torch.bfloat16)
@@ -133,6 +175,7 @@ class Trainer:
         total = steps_per_epoch * self.max_epochs if self.max_steps is None else min(self.max_steps, steps_per_epoch * self.max_epochs)
         optimizer = self.make_optimizer(params=[p for p in model.parameters() if p.requires_grad])
         scheduler = self.make_scheduler(optimizer, total_steps=max(1, total))
+        budget_plan = BudgetPlan(self.time_budget_s, total) if self.time_budget_s is not None else None
 
         best_score, best_state, best_val, best_epoch = -math.inf, None, {}, 0
         step, epoch, bad_epochs, stop_reason = 0, 0, 0, "max_epochs"
@@ -155,6 +198,9 @@ class Trainer:
                 optimizer.step()
                 scheduler.step()
                 step, tokens, items = step + 1, tokens + batch.n_tokens, items + batch.n_items
+                if budget_plan is not None and (fits := budget_plan.observe(step, train_seconds + time.perf_counter() - start)) is not None:
+                    total, scheduler = fits, self.replan(optimizer, fits, step)
+                    bar.total = total
                 if step % self.log_every == 0 or step == 1:
                     loss_value = loss.item()
                     tracker.log({"train/loss": loss_value, "train/lr": scheduler.get_last_lr()[0]}, step)
@@ -163,7 +209,7 @@ class Trainer:
                 if self.max_steps is not None and step >= self.max_steps:
                     stop_reason = "max_steps"
                     break
-                if self.time_budget_s is not None and train_seconds + time.perf_counter() - start > self.time_budget_s:
+                if self.time_budget_s is not None and (train_seconds + time.perf_counter() - start > self.time_budget_s or budget_plan.ends(step)):
                     stop_reason = "time_budget"
                     break
             sync(device)

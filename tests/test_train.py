@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from suite.schedules import inverse_sqrt, warmup_cosine
-from suite.train import Diverged, Trainer
+from suite.train import BudgetPlan, Diverged, Trainer
 from tasks.long_range import build
 
 
@@ -77,3 +77,30 @@ def test_early_stopping_stops(monkeypatch):
     monkeypatch.setattr(task, "evaluate", lambda m, b, d: {"accuracy": next(scores), "loss": 1.0})
     result = trainer(max_epochs=10, patience=2).fit(model, task, torch.device("cpu"), seed=0)
     assert result.stop_reason == "early_stopping" and result.epochs == 3 and result.best_epoch == 1
+
+
+def test_budget_plan_shortens_the_run_once_from_the_timed_steps():
+    plan = BudgetPlan(budget_s=10.0, planned=1000, skip=2, timed=10)
+    assert plan.observe(2, 1.0) is None
+    assert plan.observe(12, 2.0) == 12 + 80  # 0.1 s a step, 8 s left
+    assert not plan.ends(91) and plan.ends(92)
+    roomy = BudgetPlan(budget_s=1000.0, planned=50, skip=2, timed=10)
+    roomy.observe(2, 1.0)
+    assert roomy.observe(12, 2.0) is None and not roomy.ends(10_000)  # everything fits: the plan stands
+
+
+def test_time_budget_ends_the_schedule_with_the_budget(monkeypatch):
+    import suite.train as train_module
+
+    clock = iter(x * 0.01 for x in range(10**6))  # every clock reading advances 10 ms
+    monkeypatch.setattr(train_module.time, "perf_counter", lambda: next(clock))
+    made = []
+
+    def schedule(o, total_steps):
+        made.append(warmup_cosine(o, total_steps, warmup_steps=2))
+        return made[-1]
+
+    task, model = tiny_task()
+    result = trainer(max_epochs=100, scheduler=schedule, time_budget_s=1.0).fit(model, task, torch.device("cpu"), seed=0)
+    assert result.stop_reason == "time_budget" and result.steps < 200  # 2 steps an epoch, 100 epochs planned
+    assert len(made) == 2 and made[-1].get_last_lr()[0] < 1e-2 * 0.05  # re-planned, and decayed at the end

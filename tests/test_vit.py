@@ -71,3 +71,16 @@ def test_vit_base_has_the_papers_86m_parameters():
     n = count_parameters(ours)
     assert abs(n - 86e6) / 86e6 < 0.01
     assert n == count_parameters(reference) == 86_567_656
+
+
+def test_image_transformer_is_the_vit():
+    # conf/adapt/image_transformer.yaml: on images, model=transformer composes as model=vit.
+    from omegaconf import OmegaConf
+
+    from tests.conftest import compose_config
+
+    as_transformer = compose_config("task=image", "model=transformer").model
+    as_vit = compose_config("task=image", "model=vit").model
+    plain = lambda model: {k: v for k, v in OmegaConf.to_container(model, resolve=True).items() if k in ("d_model", "d_ff", "embed_dropout", "positions", "pooling", "head", "backbone")}  # noqa: E731
+    assert plain(as_transformer) == plain(as_vit) and len(plain(as_vit)) == 7
+    assert compose_config("task=sentiment", "model=transformer").model.positions._target_.endswith("SinusoidalPositions")
