@@ -57,10 +57,12 @@ bench: data ## The quick benchmark (<20 min on 2 cores): every task, both sweeps
 	  model=transformer,lstm,lead trainer.time_budget_s=60 trainer.progress=false \
 	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
 	$(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_vs_length \
-	  task.seq_len=64,256,1024,4096 job.repeats=3 job.time_budget_s=60 job.max_len=4096
+	  task.seq_len=64,256,1024,4096 job.warmup=1 job.repeats=3 job.time_budget_s=120 job.max_len=4096
 	$(RUN) experiment=mfu_standard hydra.run.dir=$(BENCH_DIR)/mfu_standard
 	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range $(JOBLIB) \
-	  task=recall,listops,news_topic task.seq_len=64,256 model=transformer,lstm trainer.max_steps=150 trainer.progress=false
+	  task=recall task.seq_len=16,32,64 model=transformer,lstm trainer.max_steps=600 trainer.progress=false
+	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range $(JOBLIB) \
+	  task=listops,news_topic task.seq_len=64,256 model=transformer,lstm trainer.max_steps=150 trainer.progress=false
 	$(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_DIR)/gradient_flow
 	$(PYTHON) -m suite.report $(BENCH_DIR) --name quick --wandb
 

@@ -5,6 +5,7 @@ and the spread, never a single sample.
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass
@@ -60,7 +61,7 @@ def time_calls(fns: dict[str, Callable[[], object]], device: torch.device, warmu
 
 
 def flop_mapping() -> dict:
-    """Formulas for the CPU flash-attention kernels, which ``FlopCounterMode`` leaves uncounted."""
+    """Formulas for the CPU flash-attention and fused LSTM kernels, which ``FlopCounterMode`` leaves uncounted."""
     from torch.utils import flop_counter as fc
 
     aten = torch.ops.aten
@@ -71,9 +72,19 @@ def flop_mapping() -> dict:
     def backward(grad_out, q, k, v, *args, out_shape=None, **kwargs) -> int:
         return fc.sdpa_backward_flop_count(grad_out, q, k, v)
 
+    def lstm_layer(input, w_ih, w_hh, *args, out_shape=None, **kwargs) -> int:
+        # oneDNN's fused LSTM layer: per token, x @ W_ih^T and h @ W_hh^T (the gates' elementwise
+        # work is not counted, as FlopCounterMode counts no elementwise op elsewhere).
+        return 2 * math.prod(input[:-1]) * (math.prod(w_ih) + math.prod(w_hh))
+
+    def lstm_layer_backward(input, w_ih, w_hh, *args, out_shape=None, **kwargs) -> int:
+        return 2 * lstm_layer(input, w_ih, w_hh)  # gradients of the inputs and of the weights
+
     return {
         aten._scaled_dot_product_flash_attention_for_cpu: forward,
         aten._scaled_dot_product_flash_attention_for_cpu_backward: backward,
+        aten.mkldnn_rnn_layer: lstm_layer,
+        aten.mkldnn_rnn_layer_backward: lstm_layer_backward,
     }
 
 

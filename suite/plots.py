@@ -30,6 +30,11 @@ def is_speed(r: ResultRecord) -> bool:
     return "train_step_ms" in r.speed
 
 
+def job_name(r: ResultRecord) -> str:
+    """The job a run did, from its config: train_job, speed_job or gradient_flow_job."""
+    return r.config.get("job", {}).get("_target_", "").rpartition(".")[2] or "train_job"
+
+
 def is_training(r: ResultRecord) -> bool:
     return r.status == "ok" and not is_speed(r) and not r.curves
 
@@ -51,16 +56,22 @@ def model_size(r: ResultRecord) -> str:
 
 
 def series_by_model(records: list[ResultRecord], value: Callable[[ResultRecord], float | None]) -> dict[str, dict[int, list[float]]]:
-    """model -> seq_len -> values (over seeds). A model present at several sizes gets one series per size."""
+    """label -> seq_len -> values (over seeds).
+
+    One series per model; a model present at several sizes or trainer profiles gets one series
+    for each, labelled with what differs, so runs of different kinds are never averaged.
+    """
     sizes: dict[str, set[str]] = defaultdict(set)
+    trainers: dict[str, set[str]] = defaultdict(set)
     for r in records:
         sizes[r.model].add(model_size(r))
+        trainers[r.model].add(trainer_name(r))
     out: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         v = value(r)
         if v is not None and r.seq_len:
-            label = f"{r.model} {model_size(r)}" if len(sizes[r.model]) > 1 else r.model
-            out[label][r.seq_len].append(v)
+            parts = [r.model] + ([model_size(r)] if len(sizes[r.model]) > 1 else []) + ([f"({trainer_name(r)})"] if len(trainers[r.model]) > 1 else [])
+            out[" ".join(parts)][r.seq_len].append(v)
     return out
 
 
@@ -86,8 +97,7 @@ def missing_note(fig, records: list[ResultRecord]) -> None:
 
 
 def accuracy_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
-    runs = [r for r in records if r.task in LENGTH_TASKS]
-    runs = [r for r in runs if not is_speed(r) and not r.curves]
+    runs = [r for r in records if r.task in LENGTH_TASKS and job_name(r) == "train_job"]
     ok = [r for r in runs if r.status == "ok"]
     datasets = sorted({r.dataset for r in ok})
     if not datasets:
@@ -102,7 +112,7 @@ def accuracy_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
 
 
 def speed_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
-    runs = [r for r in records if is_speed(r) or (r.status != "ok" and r.config.get("job", {}).get("_target_", "").endswith("speed_job"))]
+    runs = [r for r in records if is_speed(r) or job_name(r) == "speed_job"]
     ok = [r for r in runs if r.status == "ok"]
     if not ok:
         return None

@@ -68,8 +68,9 @@ def read_result(path: Path) -> ResultRecord:
 def trainer_name(r: ResultRecord) -> str:
     """The trainer profile a run used (runs of different profiles are never averaged together)."""
     trainer = r.config.get("trainer") or {}
-    budget = trainer.get("max_steps")
-    return f"{trainer.get('name', '')}" + (f" ({budget} steps)" if budget else "")
+    limits = [f"{trainer['max_steps']} steps"] if trainer.get("max_steps") else []
+    limits += [f"{trainer['time_budget_s']:g} s"] if trainer.get("time_budget_s") else []
+    return f"{trainer.get('name', '')}" + (f" ({', '.join(limits)})" if limits else "")
 
 
 def find_results(*roots: Path) -> list[tuple[Path, ResultRecord]]:

@@ -152,11 +152,27 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
         status = failure_status(err)
         if status == "failed" and not isinstance(err, DataError):
             log.error("run failed:\n%s", traceback.format_exc())
-        record = ResultRecord(status=status, error=f"{type(err).__name__}: {err}", **base)
+        # The configured length, so a failed point still has its place on a length axis.
+        record = ResultRecord(status=status, error=f"{type(err).__name__}: {err}", seq_len=OmegaConf.select(cfg, "task.seq_len", default=None), **base)
     record.wall_seconds = time.perf_counter() - started
     tracker.finish(exit_code=0 if record.status in ("ok", "skipped") else 1)
     record.write(run_dir)
     return record
+
+
+def summary_line(record: ResultRecord) -> str:
+    """The figures of one job in a line: test metrics, or the speed point's, or the error."""
+    if record.error:
+        return record.error
+    if record.metrics:
+        return ", ".join(f"{k}={v:.4g}" for k, v in record.metrics.items() if not k.startswith("val_") and k != "loss")
+    s = record.speed
+    if "train_step_ms" in s:
+        return (f"L={record.seq_len}: train {s['train_tokens_per_s']:.4g} tok/s, infer {s['infer_tokens_per_s']:.4g} tok/s, "
+                f"peak {s['peak_mem_train_bytes'] / 2**20:.4g} MiB train" + (f", MFU {s['mfu_train']:.2%}" if "mfu_train" in s else ""))
+    if record.curves:
+        return f"L={record.seq_len}: curves " + ", ".join(sorted(record.curves))
+    return ""
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -165,8 +181,7 @@ def main(cfg: DictConfig) -> float | None:
     multirun = hc.mode == RunMode.MULTIRUN
     run_dir = Path(hc.runtime.output_dir)
     record = execute(cfg, run_dir, multirun, attention=hc.runtime.choices.get("model/attention"))
-    summary = ", ".join(f"{k}={v:.4g}" for k, v in record.metrics.items() if not k.startswith("val_") and k != "loss")
-    print(f"[{record.status}] {record.task}/{record.dataset} {record.model} seed={record.seed}: {summary or record.error}")
+    print(f"[{record.status}] {record.task}/{record.dataset} {record.model} seed={record.seed}: {summary_line(record)}")
     print(f"result: {run_dir / 'result.json'}")
     if record.status not in ("ok", "skipped") and not multirun:
         sys.exit(1)

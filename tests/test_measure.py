@@ -39,7 +39,7 @@ def test_oom_point_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
 
 def test_time_budget_and_length_cap_are_recorded(tmp_path):
     slow = execute(speed_cfg("lstm", 64, "job.time_budget_s=1e-6"), tmp_path / "slow")
-    assert slow.status == "timeout" and "budget" in slow.error
+    assert slow.status == "timeout" and "budget" in slow.error and slow.seq_len == 64  # placed on the length axis
     capped = execute(speed_cfg("lstm", 64, "job.max_len=32"), tmp_path / "capped")
     assert capped.status == "skipped" and "max_len=32" in capped.error
     assert read_result(tmp_path / "capped" / RESULT_FILE).status == "skipped"
@@ -64,6 +64,16 @@ def test_encoder_layer_flops_match_the_analytic_count():
     feed_forward = 2 * b * l * (2 * d * f)
     with torch.no_grad():
         assert count_flops(lambda: layer(x)) == projections + attention + feed_forward
+
+
+def test_lstm_flops_match_the_analytic_count_forward_and_backward():
+    # The fused oneDNN LSTM kernel is uncounted by FlopCounterMode; suite.measure adds its formula.
+    b, t, i, h = 3, 7, 16, 32
+    lstm = torch.nn.LSTM(i, h, num_layers=2, batch_first=True)
+    x = torch.randn(b, t, i, requires_grad=True)
+    forward = 2 * b * t * 4 * h * (i + h) + 2 * b * t * 4 * h * (h + h)  # layer 1, layer 2: x W_ih^T + h W_hh^T
+    assert count_flops(lambda: lstm(x)) == forward
+    assert count_flops(lambda: lstm(x)[0].sum().backward()) == 3 * forward  # backward: input and weight gradients
 
 
 def test_resume_skips_finished_points(tmp_path, monkeypatch):

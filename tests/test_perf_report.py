@@ -56,3 +56,19 @@ def test_speed_series_split_by_size_only_when_sizes_differ():
     series = series_by_model(records, lambda r: r.speed["train_step_ms"])
     assert set(series) == {"transformer d128x2", "transformer d256x2", "lstm"}
     assert dict(series["transformer d128x2"]) == {64: [64.0], 256: [256.0]}
+    budgets = [rec("lstm", 128, 64), rec("lstm", 128, 64)]
+    budgets[0].config["trainer"], budgets[1].config["trainer"] = {"name": "quick", "time_budget_s": 45}, {"name": "quick", "max_steps": 150}
+    assert set(series_by_model(budgets, lambda r: 1.0)) == {"lstm (quick (45 s))", "lstm (quick (150 steps))"}  # never averaged together
+
+
+def test_summary_line_gives_the_figures_of_every_job_kind():
+    from suite.run import summary_line
+
+    base = dict(task="long_range", dataset="recall", model="lstm", seed=0, seq_len=64)
+    trained = ResultRecord(status="ok", metrics={"accuracy": 0.5, "val_accuracy": 0.6}, **base)
+    timed = ResultRecord(status="ok", speed={"train_step_ms": 2.0, "train_tokens_per_s": 1000.0, "infer_tokens_per_s": 3000.0,
+                                             "peak_mem_train_bytes": 2.0 * 2**20, "mfu_train": 0.0123}, **base)
+    failed = ResultRecord(status="oom", error="OutOfMemoryError: x", **base)
+    assert summary_line(trained) == "accuracy=0.5"
+    assert summary_line(timed) == "L=64: train 1000 tok/s, infer 3000 tok/s, peak 2 MiB train, MFU 1.23%"
+    assert summary_line(failed) == "OutOfMemoryError: x"
