@@ -58,6 +58,8 @@ bench: data ## The quick benchmark (<20 min on 2 cores): every task, both sweeps
 	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
 	$(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_vs_length \
 	  task.seq_len=64,256,1024,4096 job.warmup=1 job.repeats=3 job.time_budget_s=120 job.max_len=4096
+	$(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_explicit_attention \
+	  model=transformer model/attention=explicit task.seq_len=64,256,1024 job.warmup=1 job.repeats=3 job.time_budget_s=120
 	$(RUN) experiment=mfu_standard hydra.run.dir=$(BENCH_DIR)/mfu_standard
 	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range $(JOBLIB) \
 	  task=recall task.seq_len=16,32,64 model=transformer,lstm trainer.max_steps=600 trainer.progress=false

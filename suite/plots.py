@@ -55,23 +55,30 @@ def model_size(r: ResultRecord) -> str:
     return f"d{width}x{depth}" if width and depth else ""
 
 
+# What tells two runs of one model apart in a plot: width x depth, attention kernel, trainer profile.
+VARIANTS: tuple[Callable[[ResultRecord], str], ...] = (
+    model_size,
+    lambda r: f"{r.attention} attention" if r.attention else "",
+    lambda r: f"({trainer_name(r)})",
+)
+
+
 def series_by_model(records: list[ResultRecord], value: Callable[[ResultRecord], float | None]) -> dict[str, dict[int, list[float]]]:
     """label -> seq_len -> values (over seeds).
 
-    One series per model; a model present at several sizes or trainer profiles gets one series
-    for each, labelled with what differs, so runs of different kinds are never averaged.
+    One series per model; a model present at several sizes, attention kernels or trainer profiles
+    gets one series for each, labelled with what differs, so runs of different kinds are never averaged.
     """
-    sizes: dict[str, set[str]] = defaultdict(set)
-    trainers: dict[str, set[str]] = defaultdict(set)
+    variants: dict[str, list[set[str]]] = defaultdict(lambda: [set() for _ in VARIANTS])
     for r in records:
-        sizes[r.model].add(model_size(r))
-        trainers[r.model].add(trainer_name(r))
+        for seen, variant in zip(variants[r.model], VARIANTS):
+            seen.add(variant(r))
     out: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         v = value(r)
         if v is not None and r.seq_len:
-            parts = [r.model] + ([model_size(r)] if len(sizes[r.model]) > 1 else []) + ([f"({trainer_name(r)})"] if len(trainers[r.model]) > 1 else [])
-            out[" ".join(parts)][r.seq_len].append(v)
+            parts = [variant(r) for seen, variant in zip(variants[r.model], VARIANTS) if len(seen) > 1]
+            out[" ".join([r.model, *parts])][r.seq_len].append(v)
     return out
 
 

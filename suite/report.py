@@ -66,11 +66,11 @@ def speed_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     """One row per speed point (model x length), failed points included with their status."""
     runs = [r for r in records if is_speed(r) or job_name(r) == "speed_job"]
     rows = []
-    for r in sorted(runs, key=lambda r: (r.model, model_size(r), r.seq_len or 0)):
+    for r in sorted(runs, key=lambda r: (r.model, model_size(r), r.attention or "", r.seq_len or 0)):
         s = r.speed
         fmt = lambda key, scale=1.0, spec=".4g": format(s[key] * scale, spec) if key in s else ""  # noqa: E731
         rows.append({
-            "model": r.model, "size": model_size(r), "seq_len": str(r.seq_len or r.config.get("task", {}).get("seq_len", "")), "status": r.status,
+            "model": r.model, "size": model_size(r), "attention": r.attention or "", "seq_len": str(r.seq_len or r.config.get("task", {}).get("seq_len", "")), "status": r.status,
             "params": str(r.params or ""), "train tok/s": fmt("train_tokens_per_s"), "infer tok/s": fmt("infer_tokens_per_s"),
             "train step ms (IQR)": f"{fmt('train_step_ms')} ({fmt('train_step_iqr_ms', spec='.2g')})" if s else "",
             "latency ms/seq": fmt("latency_ms"), "peak MiB train": fmt("peak_mem_train_bytes", 2**-20), "peak MiB infer": fmt("peak_mem_infer_bytes", 2**-20),

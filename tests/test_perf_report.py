@@ -59,6 +59,9 @@ def test_speed_series_split_by_size_only_when_sizes_differ():
     budgets = [rec("lstm", 128, 64), rec("lstm", 128, 64)]
     budgets[0].config["trainer"], budgets[1].config["trainer"] = {"name": "quick", "time_budget_s": 45}, {"name": "quick", "max_steps": 150}
     assert set(series_by_model(budgets, lambda r: 1.0)) == {"lstm (quick (45 s))", "lstm (quick (150 steps))"}  # never averaged together
+    kernels = [rec("transformer", 128, 64), rec("transformer", 128, 64)]
+    kernels[0].attention, kernels[1].attention = "full", "explicit"
+    assert set(series_by_model(kernels, lambda r: 1.0)) == {"transformer full attention", "transformer explicit attention"}
 
 
 def test_summary_line_gives_the_figures_of_every_job_kind():

@@ -1,0 +1,28 @@
+"""Explicit softmax attention: the L x L weight matrix materialised, as the paper writes it.
+
+Numerically the same as ``FullAttention``; measured beside it, it shows what the fused kernel
+saves: the O(L^2) bytes of the weights (kept for the backward pass), and their time.
+"""
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from suite.attention.full import attention_weights
+
+
+class ExplicitAttention(nn.Module):
+    """softmax(q k^T / sqrt(d_k)) v with the weights as a tensor.
+
+    Args:
+        dropout: dropout on the attention weights while training.
+    """
+
+    def __init__(self, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.dropout = dropout
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
+        """(B, H, Lq, Dh) x2 keys/values (B, H, Lk, Dh) -> (B, H, Lq, Dh), through (B, H, Lq, Lk) weights."""
+        weights = attention_weights(q, k, pad_mask, causal)
+        return F.dropout(weights, self.dropout, self.training) @ v
