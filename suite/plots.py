@@ -39,12 +39,15 @@ def is_training(r: ResultRecord) -> bool:
     return r.status == "ok" and not is_speed(r) and not r.curves
 
 
+HEADLINE = ("accuracy", "bleu", "rougeL", "rouge1")  # the metric a domain is judged by, in this order
+
+
 def primary(r: ResultRecord) -> tuple[str, float] | None:
-    """The headline test metric of a run: accuracy when present, else the first test metric."""
+    """The headline test metric of a run: the first of HEADLINE it has, else its first test metric."""
     tests = {k: v for k, v in r.metrics.items() if not k.startswith("val_") and k != "loss"}
     if not tests:
         return None
-    key = "accuracy" if "accuracy" in tests else sorted(tests)[0]
+    key = next((k for k in HEADLINE if k in tests), sorted(tests)[0])
     return key, tests[key]
 
 
@@ -162,6 +165,7 @@ def gradient_flow(records: list[ResultRecord], out: Path) -> Path | None:
 
 
 def domain_bars(records: list[ResultRecord], out: Path) -> Path | None:
+    """One panel per domain (task, dataset, trainer profile), bars per model, on the domain's own scale."""
     runs = [r for r in records if is_training(r) and r.task not in LENGTH_TASKS and primary(r)]
     if not runs:
         return None
@@ -169,23 +173,23 @@ def domain_bars(records: list[ResultRecord], out: Path) -> Path | None:
     metric_of: dict[str, str] = {}
     for r in runs:
         key, value = primary(r)
-        label = f"{r.task}\n{r.dataset}\n{trainer_name(r)}"  # profiles are never averaged together
+        label = f"{r.task}: {r.dataset}\n{trainer_name(r)}"  # profiles are never averaged together
         metric_of[label] = key
         groups[label][r.model].append(value)
     labels = sorted(groups)
-    models = sorted({m for g in groups.values() for m in g}, key=model_key)
-    width = 0.8 / len(models)
-    fig, ax = plt.subplots(figsize=(max(6, 1.8 * len(labels)), 4.4))
-    for i, model in enumerate(models):
-        xs = [j + i * width for j, label in enumerate(labels) if model in groups[label]]
-        ys = [statistics.mean(groups[label][model]) for label in labels if model in groups[label]]
-        ax.bar(xs, ys, width, label=model)
-    ax.set_xticks([j + width * (len(models) - 1) / 2 for j in range(len(labels))])
-    ax.set_xticklabels([f"{label}\n({metric_of[label]})" for label in labels], fontsize=8)
-    ax.set_ylabel("test metric")
-    ax.set_title("per-domain test results")
-    ax.legend()
-    ax.grid(True, axis="y", alpha=0.3)
+    colours = {m: f"C{i}" for i, m in enumerate(sorted({m for g in groups.values() for m in g}, key=model_key))}
+    fig, axes = plt.subplots(1, len(labels), figsize=(2.6 * len(labels) + 1, 3.8), squeeze=False)
+    for ax, label in zip(axes[0], labels):
+        models = sorted(groups[label], key=model_key)
+        means = [statistics.mean(groups[label][m]) for m in models]
+        bars = ax.bar(range(len(models)), means, color=[colours[m] for m in models])
+        ax.bar_label(bars, labels=[f"{v:.3g}" for v in means], fontsize=8)
+        ax.set_xticks(range(len(models)), models, fontsize=8, rotation=30)
+        ax.set_title(label, fontsize=9)
+        ax.set_ylabel(f"test {metric_of[label]}", fontsize=8)
+        ax.margins(y=0.15)
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle("per-domain test results (each panel on its own scale)")
     return save(fig, out)
 
 
