@@ -49,6 +49,7 @@ test-slow: data ## Run the slower checks (marker 'slow')
 	$(PYTHON) -m pytest -m slow -q
 
 bench: data ## The quick benchmark (<20 min on 2 cores): every task, both sweeps at reduced size, the report in results/quick/
+	@mkdir -p $(BENCH_DIR) && date +%s > $(BENCH_DIR)/.started
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB)
 	$(PAR) $(RUN) -m task=translation trainer=quick hydra.sweep.dir=$(BENCH_DIR)/translation $(JOBLIB) \
 	  model=transformer,lstm trainer.time_budget_s=60 trainer.progress=false \
@@ -57,9 +58,9 @@ bench: data ## The quick benchmark (<20 min on 2 cores): every task, both sweeps
 	  model=transformer,lstm,lead trainer.time_budget_s=60 trainer.progress=false \
 	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
 	$(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_vs_length \
-	  task.seq_len=64,256,1024,4096 job.warmup=1 job.repeats=3 job.time_budget_s=120 job.max_len=4096
+	  task.seq_len=64,256,1024,4096 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120 job.max_len=4096
 	$(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_explicit_attention \
-	  model=transformer model/attention=explicit task.seq_len=64,256,1024 job.warmup=1 job.repeats=3 job.time_budget_s=120
+	  model=transformer model/attention=explicit task.seq_len=64,256,1024 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120
 	$(RUN) experiment=mfu_standard hydra.run.dir=$(BENCH_DIR)/mfu_standard
 	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range $(JOBLIB) \
 	  task=recall task.seq_len=16,32,64 model=transformer,lstm trainer.max_steps=600 trainer.progress=false
@@ -67,6 +68,7 @@ bench: data ## The quick benchmark (<20 min on 2 cores): every task, both sweeps
 	  task=listops,news_topic task.seq_len=64,256 model=transformer,lstm trainer.max_steps=150 trainer.progress=false
 	$(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_DIR)/gradient_flow
 	$(PYTHON) -m suite.report $(BENCH_DIR) --name quick --wandb
+	@echo "make bench: the runs and the report took $$(( $$(date +%s) - $$(cat $(BENCH_DIR)/.started) )) s (after set-up)"
 
 bench-full: data ## The full benchmark: trainer=full on every task, full sweeps (hours on a CPU; meant for a GPU)
 	$(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_FULL_DIR)/tasks trainer=full trainer.time_budget_s=null \
