@@ -61,7 +61,7 @@ def time_calls(fns: dict[str, Callable[[], object]], device: torch.device, warmu
 
 
 def flop_mapping() -> dict:
-    """Formulas for the CPU flash-attention and fused LSTM kernels, which ``FlopCounterMode`` leaves uncounted."""
+    """Formulas for the fused kernels ``FlopCounterMode`` leaves uncounted: CPU flash attention, oneDNN LSTM, cuDNN RNNs."""
     from torch.utils import flop_counter as fc
 
     aten = torch.ops.aten
@@ -80,7 +80,17 @@ def flop_mapping() -> dict:
     def lstm_layer_backward(input, w_ih, w_hh, *args, out_shape=None, **kwargs) -> int:
         return 2 * lstm_layer(input, w_ih, w_hh)  # gradients of the inputs and of the weights
 
+    def cudnn_rnn(input, weights, *args, out_shape=None, **kwargs) -> int:
+        # cuDNN's fused RNN/LSTM/GRU (every layer and direction): each sees every token once per
+        # weight matrix (the 2-D entries of the weight list; biases are 1-D).
+        return 2 * math.prod(input[:-1]) * sum(math.prod(w) for w in weights if len(w) == 2)
+
+    def cudnn_rnn_backward(input, weights, *args, out_shape=None, **kwargs) -> int:
+        return 2 * cudnn_rnn(input, weights)
+
     return {
+        aten._cudnn_rnn: cudnn_rnn,
+        aten._cudnn_rnn_backward: cudnn_rnn_backward,
         aten._scaled_dot_product_flash_attention_for_cpu: forward,
         aten._scaled_dot_product_flash_attention_for_cpu_backward: backward,
         aten.mkldnn_rnn_layer: lstm_layer,

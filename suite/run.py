@@ -119,6 +119,14 @@ def finished(run_dir: Path, config: dict[str, Any]) -> ResultRecord | None:
     return record if record.status == "ok" and record.config == config else None
 
 
+def configured_length(cfg: DictConfig) -> int | None:
+    """The input length a task is configured for (its records' ``seq_len`` when a run produced none)."""
+    for key in ("task.seq_len", "task.max_len", "task.max_source_len"):
+        if (value := OmegaConf.select(cfg, key, default=None)) is not None:
+            return int(value)
+    return None
+
+
 def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: str | None = None, resume: bool = True) -> ResultRecord:
     """Run the configured job (``cfg.job``) and return its record, also written to ``run_dir/result.json``.
 
@@ -153,7 +161,7 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
         if status == "failed" and not isinstance(err, DataError):
             log.error("run failed:\n%s", traceback.format_exc())
         # The configured length, so a failed point still has its place on a length axis.
-        record = ResultRecord(status=status, error=f"{type(err).__name__}: {err}", seq_len=OmegaConf.select(cfg, "task.seq_len", default=None), **base)
+        record = ResultRecord(status=status, error=f"{type(err).__name__}: {err}", seq_len=configured_length(cfg), **base)
     record.wall_seconds = time.perf_counter() - started
     tracker.finish(exit_code=0 if record.status in ("ok", "skipped") else 1)
     record.write(run_dir)

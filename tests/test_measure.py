@@ -76,6 +76,19 @@ def test_lstm_flops_match_the_analytic_count_forward_and_backward():
     assert count_flops(lambda: lstm(x)[0].sum().backward()) == 3 * forward  # backward: input and weight gradients
 
 
+def test_cudnn_rnn_formula_counts_every_layer_and_direction():
+    # The CUDA path cannot run here; its formula is checked on the shapes cuDNN's op receives:
+    # a 2-layer bidirectional LSTM (4 gates), input (T=7, B=3, I=16), hidden 32.
+    from suite.measure import flop_mapping
+
+    t, b, i, h = 7, 3, 16, 32
+    layer1 = [torch.Size([4 * h, i]), torch.Size([4 * h, h]), torch.Size([4 * h]), torch.Size([4 * h])] * 2
+    layer2 = [torch.Size([4 * h, 2 * h]), torch.Size([4 * h, h]), torch.Size([4 * h]), torch.Size([4 * h])] * 2
+    formula = flop_mapping()[torch.ops.aten._cudnn_rnn]
+    per_direction = 2 * t * b * 4 * h * (i + h) + 2 * t * b * 4 * h * (2 * h + h)
+    assert formula(torch.Size([t, b, i]), layer1 + layer2) == 2 * per_direction
+
+
 def test_resume_skips_finished_points(tmp_path, monkeypatch):
     cfg = shrink(compose_config("task=long_range", "model=lstm", "task.seq_len=16"))
     first = execute(cfg, tmp_path)
