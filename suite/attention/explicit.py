@@ -6,21 +6,13 @@ saves: the O(L^2) bytes of the weights (kept for the backward pass), and their t
 from __future__ import annotations
 
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
-from suite.attention.full import attention_weights
+from suite.attention.full import FullAttention, attention_weights
 
 
-class ExplicitAttention(nn.Module):
-    """softmax(q k^T / sqrt(d_k)) v with the weights as a tensor.
-
-    Args:
-        dropout: dropout on the attention weights while training.
-    """
-
-    def __init__(self, dropout: float = 0.0) -> None:
-        super().__init__()
-        self.dropout = dropout
+class ExplicitAttention(FullAttention):
+    """``FullAttention`` computed as softmax(q k^T / sqrt(d_k)) v, with the weights as a tensor."""
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
         """(B, H, Lq, Dh) x2 keys/values (B, H, Lk, Dh) -> (B, H, Lq, Dh), through (B, H, Lq, Lk) weights."""
