@@ -59,9 +59,8 @@ def sst2_splits(data_dir: str | None, val_fraction: float, split_seed: int) -> d
         texts, labels = texts + t, labels + y
     keep = dedupe(texts)  # GLUE's train repeats some phrases
     texts, labels = [texts[i] for i in keep], [labels[i] for i in keep]
-    parts_of_rows: set[str] = set()
-    for text in texts:
-        parts_of_rows |= token_spans(text, proper=True)
+    rows = set(texts)  # only spans that are rows themselves are kept: all spans would be millions of strings
+    parts_of_rows = {span for text in texts for span in token_spans(text, proper=True) if span in rows}
     sentences = [i for i, text in enumerate(texts) if text not in parts_of_rows]
     chosen = stratified_split([labels[i] for i in sentences], {"val": val_fraction, "rest": 1 - val_fraction}, split_seed)["val"]
     val = [sentences[i] for i in chosen]
