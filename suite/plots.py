@@ -26,17 +26,19 @@ def model_key(label: str) -> tuple[int, str]:
     return (MODEL_ORDER.index(name) if name in MODEL_ORDER else len(MODEL_ORDER), label)
 
 
-def is_speed(r: ResultRecord) -> bool:
-    return "train_step_ms" in r.speed
-
-
 def job_name(r: ResultRecord) -> str:
     """The job a run did, from its config: train_job, speed_job or gradient_flow_job."""
     return r.config.get("job", {}).get("_target_", "").rpartition(".")[2] or "train_job"
 
 
+def is_speed(r: ResultRecord) -> bool:
+    """A speed point, whatever its status (a timeout or oom point is one too)."""
+    return job_name(r) == "speed_job"
+
+
 def is_training(r: ResultRecord) -> bool:
-    return r.status == "ok" and not is_speed(r) and not r.curves
+    """A training run that finished."""
+    return r.status == "ok" and job_name(r) == "train_job"
 
 
 HEADLINE = ("accuracy", "bleu", "rougeL", "rouge1")  # the metric a domain is judged by, in this order
@@ -122,7 +124,7 @@ def accuracy_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
 
 
 def speed_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
-    runs = [r for r in records if is_speed(r) or job_name(r) == "speed_job"]
+    runs = [r for r in records if is_speed(r)]
     ok = [r for r in runs if r.status == "ok"]
     if not ok:
         return None

@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from suite.datadir import PROJECT_ROOT
-from suite.plots import FIGURES, is_speed, is_training, job_name, model_size
+from suite.plots import FIGURES, is_speed, job_name, model_size
 from suite.results import ResultRecord, find_results, trainer_name
 
 SPEED_KEYS = ("train_tokens_per_s", "infer_tokens_per_s")
@@ -64,7 +64,7 @@ def markdown(rows: list[dict[str, str]]) -> str:
 
 def speed_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     """One row per speed point (model x length), failed points included with their status."""
-    runs = [r for r in records if is_speed(r) or job_name(r) == "speed_job"]
+    runs = [r for r in records if is_speed(r)]
     rows = []
     for r in sorted(runs, key=lambda r: (r.model, model_size(r), r.attention or "", r.seq_len or 0)):
         s = r.speed
@@ -126,7 +126,7 @@ def index_html(name: str, tables: dict[str, list[dict[str, str]]], figures: list
 def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[str, list[dict[str, str]]]:
     """Write every table, figure and the index page for ``records`` into ``out_dir``."""
     tables = {
-        "results": summary_rows([r for r in records if is_training(r) or (r.status != "ok" and job_name(r) == "train_job")]),
+        "results": summary_rows([r for r in records if job_name(r) == "train_job"]),  # failed runs too: their rows say so
         "speed": speed_rows(records),
         "gradient_flow": gradient_rows(records),
     }
