@@ -75,3 +75,28 @@ def test_summary_line_gives_the_figures_of_every_job_kind():
     assert summary_line(trained) == "accuracy=0.5"
     assert summary_line(timed) == "L=64: train 1000 tok/s, infer 3000 tok/s, peak 2 MiB train, MFU 1.23%"
     assert summary_line(failed) == "OutOfMemoryError: x"
+
+
+def test_report_builds_its_files_from_a_multirun_made_here(tmp_path):
+    # A real (tiny) sweep through the runner: two models x two lengths of training, then one speed
+    # point in the same root; the report reads the run directories as `make bench` leaves them.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    tiny = ["task=long_range", "task.n_train=32", "task.n_val=16", "task.n_test=16", "trainer=smoke", "logger=none", "model.d_model=32"]
+    for args in (["model=transformer,lstm", "task.seq_len=16,32"], ["job=speed", "model=transformer", "task.seq_len=16", "job.repeats=1", "job.warmup=1", "job.measure_peak=false"]):
+        sweep_dir = tmp_path / "runs" / args[0].split("=")[0]
+        out = subprocess.run([sys.executable, "-m", "suite.run", "-m", f"hydra.sweep.dir={sweep_dir}", *tiny, *args],
+                             cwd=root, env={**os.environ, "HYDRA_FULL_ERROR": "1"}, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+    assert report_main([str(tmp_path / "runs"), "--name", "sweep", "--out", str(tmp_path / "results")]) == 0
+    out_dir = tmp_path / "results" / "sweep"
+    rows = [line for line in (out_dir / "results.md").read_text().splitlines() if line.startswith("| long_range")]
+    assert len(rows) == 4 and all("1/1 ok" in row for row in rows)  # transformer and lstm at 16 and 32
+    assert "| transformer | d32x2 | full | 16 | ok |" in (out_dir / "speed.md").read_text()
+    figures = {"accuracy_vs_length.png", "speed_vs_length.png", "memory_vs_length.png"}
+    assert figures <= {p.name for p in out_dir.iterdir()}
+    assert all(f"src='{name}'" in (out_dir / "index.html").read_text() for name in figures)
