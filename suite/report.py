@@ -30,6 +30,11 @@ def mean_std(values: list[float]) -> str:
     return f"{statistics.mean(values):.4g} ± {statistics.stdev(values):.2g}"
 
 
+def scored_on_test(r: ResultRecord) -> bool:
+    """A record with test metrics (an evaluation of validation alone has none)."""
+    return any(not k.startswith("val_") for k in r.metrics)
+
+
 def summary_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     """One row per (task, dataset, model, seq_len, trainer profile); metrics and speeds aggregated over seeds."""
     groups: dict[tuple, list[ResultRecord]] = defaultdict(list)
@@ -126,7 +131,8 @@ def index_html(name: str, tables: dict[str, list[dict[str, str]]], figures: list
 def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[str, list[dict[str, str]]]:
     """Write every table, figure and the index page for ``records`` into ``out_dir``."""
     tables = {
-        "results": summary_rows([r for r in records if job_name(r) == "train_job"]),  # failed runs too: their rows say so
+        # Failed runs too (their rows say so), and weights scored again on test by job=evaluate.
+        "results": summary_rows([r for r in records if job_name(r) == "train_job" or (job_name(r) == "evaluate_job" and scored_on_test(r))]),
         "speed": speed_rows(records),
         "gradient_flow": gradient_rows(records),
     }

@@ -94,6 +94,52 @@ def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tra
     )
 
 
+def load_weights(model: torch.nn.Module, checkpoint: str | Path, device: torch.device) -> None:
+    """Load a training run's ``checkpoints/best.pt`` into ``model``, or say why it cannot be."""
+    path = Path(checkpoint)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}: a training run writes its best weights to <run dir>/checkpoints/best.pt")
+    try:
+        model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
+    except RuntimeError as err:
+        raise ValueError(f"checkpoint {path} does not fit this model: compose it with the task, model and vocabulary overrides of the run that trained it ({err})") from err
+
+
+def evaluate_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, checkpoint: str, splits: list[str]) -> dict[str, Any]:
+    """Score trained weights on ``splits`` ('val', 'test') with the configured task, e.g. another decoding.
+
+    Decoding settings are chosen on 'val' alone; 'test' is then scored once with the choice.
+    """
+    unknown = sorted(set(splits) - {"val", "test"})
+    if unknown or not splits:
+        raise ValueError(f"job.splits takes 'val' and/or 'test', got {list(splits)}")
+    task = instantiate(cfg.task)
+    task.setup()
+    model = task.build_model(cfg.model).to(device)
+    load_weights(model, checkpoint, device)
+    trainer = instantiate(cfg.trainer)
+    loaders = task.loaders(trainer.batch_size, cfg.seed, eval_batch_size=trainer.eval_batch_size)
+    metrics: dict[str, float] = {}
+    speed: dict[str, float] = {}
+    for split in splits:
+        scores, speed = trainer.evaluate(model, task, loaders[split], device)
+        metrics |= scores if split == "test" else {f"val_{k}": v for k, v in scores.items()}
+    tracker.summary({(f"val/{k[4:]}" if k.startswith("val_") else f"test/{k}"): v for k, v in metrics.items()})
+    return dict(
+        status="ok",
+        dataset=task.dataset,
+        seq_len=task.seq_len(),
+        params=count_parameters(model),
+        split_sizes=task.split_sizes(),
+        metrics=metrics,
+        speed=speed,
+        train_seconds=0.0,
+        steps=0,
+        epochs=0,
+        stop_reason="evaluated",
+    )
+
+
 def failure_status(err: BaseException) -> str:
     """The record status an exception stands for."""
     from suite.speed import PointSkipped, PointTimeout

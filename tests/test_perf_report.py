@@ -45,6 +45,23 @@ def test_report_aggregates_seeds_and_failures(tmp_path, capsys):
     assert (tmp_path / "results" / "t" / "results.csv").read_text().startswith("task,")
 
 
+def test_report_shows_each_decoding_of_evaluated_weights_on_its_own_row(tmp_path):
+    def rec(name, metrics, penalty):
+        config = {"job": {"_target_": "suite.run.evaluate_job"}, "trainer": {"name": "quick"},
+                  "task": {"search": {"_target_": "suite.decode.beam_search", "_partial_": True, "beam_size": 4, "length_penalty": penalty}}}
+        ResultRecord(status="ok", task="summarization", dataset="aeslc", model="transformer", seed=0, seq_len=128, params=10,
+                     metrics=metrics, stop_reason="evaluated", config=config).write(tmp_path / name)
+
+    rec("a", {"rouge2": 6.0, "val_rouge2": 5.0}, 0.6)
+    rec("b", {"rouge2": 7.0, "val_rouge2": 6.0}, 1.5)
+    rec("c", {"val_rouge2": 6.5}, 2.0)  # validation alone: no test figure, no row
+    assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
+    table = (tmp_path / "results" / "t" / "results.md").read_text()
+    assert "evaluated (beam_search beam_size 4, length_penalty 0.6)" in table and "rouge2 6" in table
+    assert "evaluated (beam_search beam_size 4, length_penalty 1.5)" in table and "rouge2 7" in table
+    assert "length_penalty 2.0" not in table
+
+
 def test_speed_series_split_by_size_only_when_sizes_differ():
     from suite.plots import series_by_model
 

@@ -222,3 +222,29 @@ def test_single_run_failure_exits_nonzero(tmp_path):
     out = cli(f"hydra.run.dir={tmp_path}", "task=sentiment", f"data_dir={tmp_path / 'nowhere'}", "trainer=smoke", "logger=none")
     assert out.returncode == 1
     assert "make data" in out.stdout and read_result(tmp_path / RESULT_FILE).status == "failed"
+
+
+def test_evaluate_job_rescores_a_checkpoint_as_the_training_run_did(tmp_path, subset_data):
+    common = ["task=summarization", "model=transformer", *TINY_TASK["summarization"], f"data_dir={subset_data}", "trainer.max_steps=3"]
+    trained = run_tiny(tmp_path / "train", *common)
+    assert trained.status == "ok", trained.error
+    checkpoint = tmp_path / "train" / "checkpoints" / "best.pt"
+    # The same weights and decoding give the training run's own test and validation figures.
+    again = run_tiny(tmp_path / "eval", *common, "job=evaluate", f"job.checkpoint={checkpoint}")
+    assert again.status == "ok", again.error
+    assert again.steps == 0 and again.stop_reason == "evaluated"
+    assert again.metrics == pytest.approx(trained.metrics)
+    # Validation alone: no test figure is computed (settings are chosen without looking at test).
+    val_only = run_tiny(tmp_path / "val", *common, "job=evaluate", f"job.checkpoint={checkpoint}", "job.splits=[val]")
+    assert val_only.status == "ok", val_only.error
+    assert val_only.metrics and all(k.startswith("val_") for k in val_only.metrics)
+
+
+def test_evaluate_job_names_a_missing_or_mismatched_checkpoint(tmp_path, subset_data):
+    common = ["task=summarization", "model=transformer", *TINY_TASK["summarization"], f"data_dir={subset_data}", "job=evaluate"]
+    missing = run_tiny(tmp_path / "a", *common, f"job.checkpoint={tmp_path / 'none.pt'}")
+    assert missing.status == "failed" and str(tmp_path / "none.pt") in missing.error and "checkpoints/best.pt" in missing.error
+    trained = run_tiny(tmp_path / "b", "task=summarization", "model=transformer", *TINY_TASK["summarization"], f"data_dir={subset_data}", "trainer.max_steps=1")
+    assert trained.status == "ok", trained.error
+    wrong = run_tiny(tmp_path / "c", *common, f"job.checkpoint={tmp_path / 'b' / 'checkpoints' / 'best.pt'}", "model.decoder.n_layers=2")
+    assert wrong.status == "failed" and "does not fit this model" in wrong.error
