@@ -83,6 +83,22 @@ class BudgetPlan:
                 return self.fits
         return None
 
+    def revise(self, step: int, seconds: float, slack: float = 0.02) -> int | None:
+        """Re-estimate from every step timed so far (e.g. at an epoch's end); returns a total shorter by over ``slack``.
+
+        One early estimate can be optimistic (another job started on the same cores later);
+        without this, the clock would end the run before its schedule had decayed.
+        """
+        if self.mark is None or step <= self.skip + self.timed:
+            return None
+        per_step = (seconds - self.mark) / (step - self.skip)
+        fits = step + int((self.budget_s - seconds) / per_step) if per_step > 0 else self.planned
+        current = self.fits if self.fits is not None else self.planned
+        if fits < current * (1 - slack):
+            self.fits = max(step + 1, fits)
+            return self.fits
+        return None
+
     def ends(self, step: int) -> bool:
         return self.fits is not None and step >= self.fits
 
@@ -214,6 +230,9 @@ class Trainer:
                     break
             sync(device)
             train_seconds += time.perf_counter() - start
+            if budget_plan is not None and stop_reason == "max_epochs" and (fits := budget_plan.revise(step, train_seconds)) is not None:
+                total, scheduler = fits, self.replan(optimizer, fits, step)
+                bar.total = total
 
             val, _ = self.evaluate(model, task, loaders["val"], device)
             tracker.log({f"val/{k}": v for k, v in val.items()} | {"epoch": epoch}, step)

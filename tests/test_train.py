@@ -89,6 +89,16 @@ def test_budget_plan_shortens_the_run_once_from_the_timed_steps():
     assert roomy.observe(12, 2.0) is None and not roomy.ends(10_000)  # everything fits: the plan stands
 
 
+def test_budget_plan_shortens_again_when_the_steps_slow_down():
+    plan = BudgetPlan(budget_s=10.0, planned=1000, skip=2, timed=10)
+    plan.observe(2, 1.0)
+    assert plan.observe(12, 2.0) == 92  # 0.1 s a step
+    assert plan.revise(42, 5.0) is None  # still 0.1 s a step: the plan stands
+    assert plan.revise(52, 7.0) == 52 + 25  # 0.12 s a step since the mark, 3 s left
+    assert plan.ends(77) and not plan.ends(76)
+    assert plan.revise(55, 7.3) is None  # the same 77: only a shorter plan (by over 2%) replaces it
+
+
 def test_time_budget_ends_the_schedule_with_the_budget(monkeypatch):
     import suite.train as train_module
 
@@ -103,4 +113,4 @@ def test_time_budget_ends_the_schedule_with_the_budget(monkeypatch):
     task, model = tiny_task()
     result = trainer(max_epochs=100, scheduler=schedule, time_budget_s=1.0).fit(model, task, torch.device("cpu"), seed=0)
     assert result.stop_reason == "time_budget" and result.steps < 200  # 2 steps an epoch, 100 epochs planned
-    assert len(made) == 2 and made[-1].get_last_lr()[0] < 1e-2 * 0.05  # re-planned, and decayed at the end
+    assert len(made) >= 2 and made[-1].get_last_lr()[0] < 1e-2 * 0.05  # re-planned (epoch ends may shorten it again), and decayed at the end
