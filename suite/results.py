@@ -91,11 +91,23 @@ def find_results(*roots: Path) -> list[tuple[Path, ResultRecord]]:
     return found
 
 
+def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo), else what ``platform`` knows."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def device_description(device: torch.device) -> str:
     """A human description of where the run ran."""
     if device.type == "cuda":
         return f"cuda:{torch.cuda.get_device_name(device)}"
-    return f"cpu:{platform.processor() or platform.machine()} x{torch.get_num_threads()} threads"
+    return f"cpu:{cpu_name()} x{torch.get_num_threads()} threads"
 
 
 def library_versions() -> dict[str, str]:

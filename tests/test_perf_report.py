@@ -117,3 +117,12 @@ def test_report_builds_its_files_from_a_multirun_made_here(tmp_path):
     figures = {"accuracy_vs_length.png", "speed_vs_length.png", "memory_vs_length.png"}
     assert figures <= {p.name for p in out_dir.iterdir()}
     assert all(f"src='{name}'" in (out_dir / "index.html").read_text() for name in figures)
+
+
+def test_cpu_runs_name_the_cpu_model(tmp_path):
+    from suite.results import cpu_name
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9R14 96-Core Processor\n")
+    assert cpu_name(info) == "AMD EPYC 9R14 96-Core Processor"
+    assert cpu_name(tmp_path / "absent")  # falls back to what platform knows
