@@ -105,15 +105,24 @@ def load_weights(model: torch.nn.Module, checkpoint: str | Path, device: torch.d
         raise ValueError(f"checkpoint {path} does not fit this model: compose it with the task, model and vocabulary overrides of the run that trained it ({err})") from err
 
 
+def evaluation_task(task_cfg: DictConfig) -> Any:
+    """The task, with validation decoded by ``task.search`` where the task decodes."""
+    task_cfg = task_cfg.copy()
+    if "search" in task_cfg and "val_search" in task_cfg:
+        task_cfg.val_search = task_cfg.search
+    return instantiate(task_cfg)
+
+
 def evaluate_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, checkpoint: str, splits: list[str]) -> dict[str, Any]:
     """Score trained weights on ``splits`` ('val', 'test') with the configured task, e.g. another decoding.
 
-    Decoding settings are chosen on 'val' alone; 'test' is then scored once with the choice.
+    Validation is decoded with ``task.search`` too (training decodes it with the cheaper
+    ``task.val_search``), so a setting chosen on 'val' alone is the one 'test' is scored with.
     """
     unknown = sorted(set(splits) - {"val", "test"})
     if unknown or not splits:
         raise ValueError(f"job.splits takes 'val' and/or 'test', got {list(splits)}")
-    task = instantiate(cfg.task)
+    task = evaluation_task(cfg.task)
     task.setup()
     model = task.build_model(cfg.model).to(device)
     load_weights(model, checkpoint, device)

@@ -229,15 +229,17 @@ def test_evaluate_job_rescores_a_checkpoint_as_the_training_run_did(tmp_path, su
     trained = run_tiny(tmp_path / "train", *common)
     assert trained.status == "ok", trained.error
     checkpoint = tmp_path / "train" / "checkpoints" / "best.pt"
-    # The same weights and decoding give the training run's own test and validation figures.
+    # The same weights and decoding give the training run's own test figures.
     again = run_tiny(tmp_path / "eval", *common, "job=evaluate", f"job.checkpoint={checkpoint}")
     assert again.status == "ok", again.error
     assert again.steps == 0 and again.stop_reason == "evaluated"
-    assert again.metrics == pytest.approx(trained.metrics)
-    # Validation alone: no test figure is computed (settings are chosen without looking at test).
-    val_only = run_tiny(tmp_path / "val", *common, "job=evaluate", f"job.checkpoint={checkpoint}", "job.splits=[val]")
+    tested = {k: v for k, v in trained.metrics.items() if not k.startswith("val_")}
+    assert {k: again.metrics[k] for k in tested} == pytest.approx(tested)
+    # Validation alone, decoded with task.search (here beam 1, which is greedy: the training run's
+    # validation decoding), and no test figure computed: settings are chosen without looking at test.
+    val_only = run_tiny(tmp_path / "val", *common, "job=evaluate", f"job.checkpoint={checkpoint}", "job.splits=[val]", "task.search.beam_size=1")
     assert val_only.status == "ok", val_only.error
-    assert val_only.metrics and all(k.startswith("val_") for k in val_only.metrics)
+    assert val_only.metrics == pytest.approx({k: v for k, v in trained.metrics.items() if k.startswith("val_")})
 
 
 def test_evaluate_job_names_a_missing_or_mismatched_checkpoint(tmp_path, subset_data):
@@ -248,3 +250,15 @@ def test_evaluate_job_names_a_missing_or_mismatched_checkpoint(tmp_path, subset_
     assert trained.status == "ok", trained.error
     wrong = run_tiny(tmp_path / "c", *common, f"job.checkpoint={tmp_path / 'b' / 'checkpoints' / 'best.pt'}", "model.decoder.n_layers=2")
     assert wrong.status == "failed" and "does not fit this model" in wrong.error
+
+
+def test_evaluate_job_decodes_validation_with_the_search_it_scores():
+    from functools import partial
+
+    from suite.decode import beam_search
+    from suite.run import evaluation_task
+
+    task = evaluation_task(compose_config("task=summarization", "task.search.length_penalty=1.7").task)
+    assert isinstance(task.val_search, partial) and task.val_search.func is beam_search
+    assert task.val_search.keywords["length_penalty"] == 1.7
+    assert evaluation_task(compose_config("task=sentiment").task).name == "sentiment"  # a task that does not decode is unchanged
