@@ -133,6 +133,7 @@ def evaluate_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: 
     for split in splits:
         scores, speed = trainer.evaluate(model, task, loaders[split], device)
         metrics |= scores if split == "test" else {f"val_{k}": v for k, v in scores.items()}
+    artifacts = task.write_artifacts(model, run_dir, device) if isinstance(task, WritesArtifacts) else []
     tracker.summary({(f"val/{k[4:]}" if k.startswith("val_") else f"test/{k}"): v for k, v in metrics.items()})
     return dict(
         status="ok",
@@ -146,6 +147,7 @@ def evaluate_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: 
         steps=0,
         epochs=0,
         stop_reason="evaluated",
+        artifacts=[str(Path(p).relative_to(run_dir)) for p in artifacts],
     )
 
 

@@ -8,9 +8,11 @@ which split or extra test set an example came from.
 """
 from __future__ import annotations
 
+import json
 import random
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
@@ -173,6 +175,7 @@ class Seq2SeqTask:
         self.examples: list[TextPair] = []  # every split's pairs; a batch's extra['index'] points here
         self.groups: list[str] = []  # the split or test set of each example
         self.datasets: dict[str, PairDataset] = {}
+        self.outputs: dict[str, dict[int, str]] = {}  # each group's texts from its latest evaluation
 
     # --- data ---------------------------------------------------------------------------------
 
@@ -286,9 +289,30 @@ class Seq2SeqTask:
         main = next(g for g in self.datasets if g not in ("train", "val"))
         metrics: dict[str, float] = {}
         for group, idx in by_group.items():
+            self.outputs[group] = {i: hyps[i] for i in idx}
             prefix = "" if group in ("val", main) else f"{group}_"
             scores = self.scorer([hyps[i] for i in idx], [self.examples[i] for i in idx])
             metrics.update({prefix + k: v for k, v in scores.items()})
         if count:
             metrics["loss"] = nll / count
         return metrics
+
+    def write_artifacts(self, model: nn.Module, run_dir: Path, device: torch.device) -> list[Path]:
+        """The test sets' generated texts beside source and reference, one JSON object a line.
+
+        Written from the latest evaluation, which runs the final weights on test (no decoding is
+        repeated); validation texts are left out, as in training they come from the last epoch.
+        """
+        written = []
+        Path(run_dir).mkdir(parents=True, exist_ok=True)
+        for group, texts in self.outputs.items():
+            if group in ("train", "val"):
+                continue
+            path = Path(run_dir) / f"outputs_{group}.jsonl"
+            with path.open("w", encoding="utf-8") as f:
+                for i, text in sorted(texts.items()):
+                    pair = self.examples[i]
+                    f.write(json.dumps({"source": pair.source, "reference": pair.target, "output": text}, ensure_ascii=False) + "\n")
+            written.append(path)
+        return written
+

@@ -235,6 +235,11 @@ def test_evaluate_job_rescores_a_checkpoint_as_the_training_run_did(tmp_path, su
     assert again.steps == 0 and again.stop_reason == "evaluated"
     tested = {k: v for k, v in trained.metrics.items() if not k.startswith("val_")}
     assert {k: again.metrics[k] for k in tested} == pytest.approx(tested)
+    # Both runs leave the test set's texts beside the record, the same texts.
+    assert trained.artifacts == again.artifacts == ["outputs_test.jsonl"]
+    rows = [json.loads(line) for line in (tmp_path / "train" / "outputs_test.jsonl").read_text().splitlines()]
+    assert 0 < len(rows) <= trained.split_sizes["test"] and set(rows[0]) == {"source", "reference", "output"}  # smoke decodes a few batches
+    assert (tmp_path / "eval" / "outputs_test.jsonl").read_text() == (tmp_path / "train" / "outputs_test.jsonl").read_text()
     # Validation alone, decoded with task.search (here beam 1, which is greedy: the training run's
     # validation decoding), and no test figure computed: settings are chosen without looking at test.
     val_only = run_tiny(tmp_path / "val", *common, "job=evaluate", f"job.checkpoint={checkpoint}", "job.splits=[val]", "task.search.beam_size=1")
