@@ -230,7 +230,8 @@ def summary_line(record: ResultRecord) -> str:
     if record.error:
         return record.error
     if record.metrics:
-        return ", ".join(f"{k}={v:.4g}" for k, v in record.metrics.items() if not k.startswith("val_") and k != "loss")
+        shown = [k for k in record.metrics if not k.startswith("val_")] or list(record.metrics)  # validation alone: show it
+        return ", ".join(f"{k}={record.metrics[k]:.4g}" for k in shown if not k.endswith("loss"))
     s = record.speed
     if "train_step_ms" in s:
         return (f"L={record.seq_len}: train {s['train_tokens_per_s']:.4g} tok/s, infer {s['infer_tokens_per_s']:.4g} tok/s, "

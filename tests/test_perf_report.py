@@ -90,6 +90,7 @@ def test_summary_line_gives_the_figures_of_every_job_kind():
                                              "peak_mem_train_bytes": 2.0 * 2**20, "mfu_train": 0.0123}, **base)
     failed = ResultRecord(status="oom", error="OutOfMemoryError: x", **base)
     assert summary_line(trained) == "accuracy=0.5"
+    assert summary_line(ResultRecord(status="ok", metrics={"val_bleu": 30.0, "val_loss": 2.0}, **base)) == "val_bleu=30"  # job=evaluate on val alone
     assert summary_line(timed) == "L=64: train 1000 tok/s, infer 3000 tok/s, peak 2 MiB train, MFU 1.23%"
     assert summary_line(failed) == "OutOfMemoryError: x"
 
