@@ -71,13 +71,16 @@ class BudgetPlan:
         self.mark: float | None = None
         self.fits: int | None = None
 
+    def _fits(self, step: int, seconds: float, per_step: float) -> int:
+        """The total steps that fit: those done, and those the time left allows at ``per_step``."""
+        return step + int((self.budget_s - seconds) / per_step) if per_step > 0 else self.planned
+
     def observe(self, step: int, seconds: float) -> int | None:
         """Record ``seconds`` of training after ``step`` steps; returns the new total once, if shorter."""
         if step == self.skip:
             self.mark = seconds
         elif step == self.skip + self.timed and self.mark is not None:
-            per_step = (seconds - self.mark) / self.timed
-            fits = step + int((self.budget_s - seconds) / per_step) if per_step > 0 else self.planned
+            fits = self._fits(step, seconds, (seconds - self.mark) / self.timed)
             if fits < self.planned:
                 self.fits = max(step + 1, fits)
                 return self.fits
@@ -91,8 +94,7 @@ class BudgetPlan:
         """
         if self.mark is None or step <= self.skip + self.timed:
             return None
-        per_step = (seconds - self.mark) / (step - self.skip)
-        fits = step + int((self.budget_s - seconds) / per_step) if per_step > 0 else self.planned
+        fits = self._fits(step, seconds, (seconds - self.mark) / (step - self.skip))
         current = self.fits if self.fits is not None else self.planned
         if fits < current * (1 - slack):
             self.fits = max(step + 1, fits)
