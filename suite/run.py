@@ -67,6 +67,11 @@ def make_tracker(cfg: DictConfig, run_dir: Path, multirun: bool) -> Tracker:
     )
 
 
+def ok_fields(task: Any, params: int) -> dict[str, Any]:
+    """The record fields every finished job on a task shares."""
+    return dict(status="ok", dataset=task.dataset, seq_len=task.seq_len(), params=params, split_sizes=task.split_sizes())
+
+
 def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker) -> dict[str, Any]:
     """Fit on the training split, select on validation, evaluate test once; returns the record's fields."""
     task = instantiate(cfg.task)
@@ -79,11 +84,7 @@ def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tra
     artifacts = task.write_artifacts(model, run_dir, device) if isinstance(task, WritesArtifacts) else []
     tracker.summary({f"test/{k}": v for k, v in fit.test.items()} | {f"speed/{k}": v for k, v in fit.speed.items()} | {"params": params})
     return dict(
-        status="ok",
-        dataset=task.dataset,
-        seq_len=task.seq_len(),
-        params=params,
-        split_sizes=task.split_sizes(),
+        **ok_fields(task, params),
         metrics={**fit.test, **{f"val_{k}": v for k, v in fit.val.items()}},
         speed=fit.speed,
         train_seconds=fit.train_seconds,
@@ -136,11 +137,7 @@ def evaluate_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: 
     artifacts = task.write_artifacts(model, run_dir, device) if isinstance(task, WritesArtifacts) else []
     tracker.summary({(f"val/{k[4:]}" if k.startswith("val_") else f"test/{k}"): v for k, v in metrics.items()})
     return dict(
-        status="ok",
-        dataset=task.dataset,
-        seq_len=task.seq_len(),
-        params=count_parameters(model),
-        split_sizes=task.split_sizes(),
+        **ok_fields(task, count_parameters(model)),
         metrics=metrics,
         speed=speed,
         train_seconds=0.0,
