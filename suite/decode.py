@@ -17,7 +17,7 @@ from torch import Tensor
 
 from suite.types import State
 
-Stepper = Callable[[Tensor, State], tuple[Tensor, State]]  # (prefix (N, t), state) -> (logits (N, V), state)
+Stepper = Callable[[Tensor, State], tuple[Tensor, State]]  # (prefix (N, t), state) -> (scores (N, V), state)
 
 
 class Generative(Protocol):
@@ -27,9 +27,9 @@ class Generative(Protocol):
 
     def decode_features(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = None) -> Tensor: ...
 
-    def generator(self, h: Tensor) -> Tensor: ...
+    def project(self, h: Tensor, state: State) -> Tensor: ...
 
-    def start(self, memory: Tensor, src_mask: Tensor | None = None) -> State: ...
+    def start(self, memory: Tensor, src_mask: Tensor | None = None, src: Tensor | None = None) -> State: ...
 
     def step(self, tokens: Tensor, position: int, state: State) -> tuple[Tensor, State]: ...
 
@@ -40,8 +40,8 @@ def cached(model: Generative) -> Stepper:
 
 
 def uncached(model: Generative) -> Stepper:
-    """The decoder re-run over the whole prefix; only the last position goes through the generator."""
-    return lambda prefix, state: (model.generator(model.decode_features(prefix, state["memory"], state["memory_mask"])[:, -1]), state)
+    """The decoder re-run over the whole prefix; only the last position goes through the output layer."""
+    return lambda prefix, state: (model.project(model.decode_features(prefix, state["memory"], state["memory_mask"])[:, -1:], state)[:, -1], state)
 
 
 def reorder(state: State, index: Tensor) -> State:
@@ -51,7 +51,7 @@ def reorder(state: State, index: Tensor) -> State:
 
 def _begin(model: Generative, src: Tensor, src_mask: Tensor | None, cache: bool) -> tuple[State, Stepper]:
     memory = model.encode(src, src_mask)  # (B, L, D)
-    return model.start(memory, src_mask), cached(model) if cache else uncached(model)
+    return model.start(memory, src_mask, src), cached(model) if cache else uncached(model)
 
 
 @torch.no_grad()

@@ -70,10 +70,10 @@ class Bigram(torch.nn.Module):
     def decode_features(self, tgt, memory, src_mask=None):
         return tgt  # (B, T): the previous token is all the state there is
 
-    def generator(self, h):
+    def project(self, h, state):
         return self.logits[h]  # (..., V)
 
-    def start(self, memory, src_mask=None):
+    def start(self, memory, src_mask=None, src=None):
         return {"memory": memory, "memory_mask": torch.zeros(memory.shape[:2], dtype=torch.bool)}
 
     def step(self, tokens, position, state):

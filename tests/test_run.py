@@ -91,6 +91,14 @@ def test_every_task_runs_end_to_end(task, model, tmp_path, request):
     assert (tmp_path / "checkpoints" / "best.pt").exists()
 
 
+@pytest.mark.parametrize("model", ["transformer", "lstm"])
+def test_copy_head_runs_end_to_end(model, tmp_path, subset_data):
+    record = run_tiny(tmp_path, "task=summarization", f"model={model}", "model/copy=pointer", *TINY_TASK["summarization"], f"data_dir={subset_data}")
+    assert record.status == "ok", record.error
+    assert record.config["model"]["copy"]["_target_"] == "suite.models.copy.PointerGenerator"
+    assert 0.0 <= record.metrics["rougeL"] <= 100.0 and record.metrics["loss"] > 0
+
+
 def test_every_dataset_is_listed_above():
     from tasks.image import SOURCES
 
