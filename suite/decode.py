@@ -44,18 +44,84 @@ def uncached(model: Generative) -> Stepper:
     return lambda prefix, state: (model.project(model.decode_features(prefix, state["memory"], state["memory_mask"])[:, -1:], state)[:, -1], state)
 
 
+def repeated_ngram_ban(prefix: Tensor, n: int) -> Tensor:
+    """Next tokens that would repeat an n-gram of the prefix: prefix (N, t), t >= n -> bool (N, max id + 1).
+
+    True where the token would complete an n-gram that starts with the prefix's last n - 1
+    tokens and already occurs in the prefix.
+    """
+    windows = prefix.unfold(1, n, 1)  # (N, W, n): every n-gram so far
+    last = prefix[:, prefix.size(1) - n + 1 :]  # (N, n - 1)
+    matches = (windows[:, :, :-1] == last[:, None, :]).all(-1)  # (N, W)
+    ban = torch.zeros(prefix.size(0), int(prefix.max()) + 1, dtype=torch.int, device=prefix.device)
+    return ban.scatter_add_(1, windows[:, :, -1], matches.int()) > 0
+
+
+def log_probs(step: Stepper) -> Stepper:
+    """The stepper with its scores (logits or log-probabilities) normalised to log-probabilities, in float32."""
+
+    def normalised(prefix: Tensor, state: State) -> tuple[Tensor, State]:
+        scores, state = step(prefix, state)
+        return torch.log_softmax(scores.float(), dim=-1), state
+
+    return normalised
+
+
+def no_repeat(step: Stepper, n: int) -> Stepper:
+    """The stepper with every token that would repeat an n-gram of the prefix scored -inf (n = 0: unchanged).
+
+    Small models loop ("2001 2001 2001 ..."); blocking repeated n-grams is the usual remedy
+    (fairseq's and Hugging Face's ``no_repeat_ngram_size``). BOS counts as a token of the prefix.
+    Applied to log-probabilities, it prunes without renormalising: a hypothesis keeps the
+    model's own probability.
+    """
+    if n <= 0:
+        return step
+
+    def blocked(prefix: Tensor, state: State) -> tuple[Tensor, State]:
+        scores, state = step(prefix, state)
+        if prefix.size(1) >= n:
+            ban = repeated_ngram_ban(prefix, n)
+            scores = scores.clone()
+            scores[:, : ban.size(1)] = scores[:, : ban.size(1)].masked_fill(ban, float("-inf"))
+        return scores, state
+
+    return blocked
+
+
+def min_length(step: Stepper, m: int, eos: int) -> Stepper:
+    """The stepper with EOS scored -inf until ``m`` tokens have been generated (m = 0: unchanged).
+
+    A model that ends after one word can score no bigram at all; a floor on the length is
+    the usual control (fairseq's ``--min-len``, Hugging Face's ``min_length``).
+    """
+    if m <= 0:
+        return step
+
+    def floored(prefix: Tensor, state: State) -> tuple[Tensor, State]:
+        scores, state = step(prefix, state)
+        if prefix.size(1) - 1 < m and 0 <= eos < scores.size(-1):  # the prefix holds BOS and the tokens so far
+            scores = scores.clone()
+            scores[:, eos] = float("-inf")
+        return scores, state
+
+    return floored
+
+
 def reorder(state: State, index: Tensor) -> State:
     """Select (and repeat) rows of every batch-first tensor in the state."""
     return {k: v.index_select(0, index) for k, v in state.items()}
 
 
-def _begin(model: Generative, src: Tensor, src_mask: Tensor | None, cache: bool) -> tuple[State, Stepper]:
+def _begin(model: Generative, src: Tensor, src_mask: Tensor | None, cache: bool, no_repeat_ngram: int, min_len: int, eos: int) -> tuple[State, Stepper]:
+    """The generation state and the stepper: log-probabilities, with repeats and early ends pruned."""
     memory = model.encode(src, src_mask)  # (B, L, D)
-    return model.start(memory, src_mask, src), cached(model) if cache else uncached(model)
+    step = log_probs(cached(model) if cache else uncached(model))
+    return model.start(memory, src_mask, src), min_length(no_repeat(step, no_repeat_ngram), min_len, eos)
 
 
 @torch.no_grad()
-def greedy(model: Generative, src: Tensor, src_mask: Tensor | None, *, bos: int, eos: int, max_len: int, cache: bool = True) -> list[list[int]]:
+def greedy(model: Generative, src: Tensor, src_mask: Tensor | None, *, bos: int, eos: int, max_len: int, cache: bool = True, no_repeat_ngram: int = 0, min_len: int = 0) -> list[list[int]]:
     """The most likely next token at every step, for a batch of sources (B, L).
 
     Args:
@@ -64,14 +130,16 @@ def greedy(model: Generative, src: Tensor, src_mask: Tensor | None, *, bos: int,
         bos, eos: start and end ids (an ``eos`` never produced, e.g. -1, forces ``max_len`` tokens).
         max_len: most tokens generated per sequence (EOS not counted).
         cache: incremental decoding; False re-runs the prefix each step.
+        no_repeat_ngram: n > 0 forbids any n-gram of tokens to occur twice (0: no blocking).
+        min_len: fewest tokens generated before EOS may end a sequence (EOS not counted).
     """
-    state, step = _begin(model, src, src_mask, cache)
+    state, step = _begin(model, src, src_mask, cache, no_repeat_ngram, min_len, eos)
     prefix = src.new_full((src.size(0), 1), bos)  # (N, t), N = unfinished rows
     rows = torch.arange(src.size(0), device=src.device)  # original row of each unfinished one
     out: list[list[int]] = [[] for _ in range(src.size(0))]
     for _ in range(max_len):
-        logits, state = step(prefix, state)
-        token = logits.argmax(dim=-1)  # (N,)
+        logp, state = step(prefix, state)
+        token = logp.argmax(dim=-1)  # (N,)
         ended = token == eos
         if ended.any():
             for r in ended.nonzero().flatten().tolist():
@@ -92,7 +160,7 @@ def gnmt_penalty(length: int, alpha: float) -> float:
 
 
 @torch.no_grad()
-def beam_search(model: Generative, src: Tensor, src_mask: Tensor | None, *, bos: int, eos: int, max_len: int, beam_size: int = 4, length_penalty: float = 0.6, cache: bool = True) -> list[list[int]]:
+def beam_search(model: Generative, src: Tensor, src_mask: Tensor | None, *, bos: int, eos: int, max_len: int, beam_size: int = 4, length_penalty: float = 0.6, cache: bool = True, no_repeat_ngram: int = 0, min_len: int = 0) -> list[list[int]]:
     """Beam search for a batch of sources (B, L); the best finished hypothesis per source.
 
     Each step keeps the ``beam_size`` best unfinished continuations; a hypothesis that ends
@@ -105,7 +173,7 @@ def beam_search(model: Generative, src: Tensor, src_mask: Tensor | None, *, bos:
         length_penalty: GNMT alpha; 0 ranks by log-probability alone, larger favours longer outputs.
     """
     k = beam_size
-    state, step = _begin(model, src, src_mask, cache)
+    state, step = _begin(model, src, src_mask, cache, no_repeat_ngram, min_len, eos)
     n = src.size(0)
     sources = torch.arange(n, device=src.device)  # original index of each unfinished source
     state = reorder(state, sources.repeat_interleave(k))  # (N * K, ...)
@@ -114,8 +182,7 @@ def beam_search(model: Generative, src: Tensor, src_mask: Tensor | None, *, bos:
     scores[:, 0] = 0.0  # one live beam at the start: identical beams would fill the top K with copies
     ended: list[list[tuple[float, list[int]]]] = [[] for _ in range(n)]
     for _ in range(max_len):
-        logits, state = step(prefix, state)
-        logp = torch.log_softmax(logits.float(), dim=-1)  # (N * K, V)
+        logp, state = step(prefix, state)  # (N * K, V)
         vocab = logp.size(-1)
         total = (scores[:, :, None] + logp.view(-1, k, vocab)).view(-1, k * vocab)  # (N, K * V)
         top, index = total.topk(2 * k, dim=1)  # (N, 2K): at most K end with EOS, so K others remain

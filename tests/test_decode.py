@@ -119,3 +119,54 @@ def test_decode_bench_reports_both_speeds_and_their_ratio(capsys):
     assert [r["model"] for r in rows] == ["transformer", "lstm"]
     assert all(r["cached_tokens_per_s"] > 0 and r["ratio"] == r["cached_tokens_per_s"] / r["uncached_tokens_per_s"] for r in rows)
     assert "ratio" in capsys.readouterr().out
+
+
+def ngrams(seq: list[int], n: int) -> list[tuple[int, ...]]:
+    return [tuple(seq[i : i + n]) for i in range(len(seq) - n + 1)]
+
+
+def test_no_repeat_ngram_breaks_a_loop():
+    # Left alone the toy loops on 'a' until max_len; forbidding a repeated bigram allows 'a a'
+    # once, then the next 'a' would repeat it, so the runner-up EOS ends the sequence.
+    a, b = 4, 5
+    toy = Bigram({BOS: {a: 0.9, b: 0.1}, a: {a: 0.7, b: 0.1, EOS: 0.2}, b: {a: 0.6, EOS: 0.4}})
+    src = torch.ones(1, 3, dtype=torch.long)
+    opts = dict(bos=BOS, eos=EOS, max_len=6)
+    assert greedy(toy, src, None, **opts) == [[a] * 6]
+    assert greedy(toy, src, None, no_repeat_ngram=2, **opts) == [[a, a]]
+    # Blocking prunes but does not renormalise: [a] (0.9 * 0.2) beats [a a] (0.9 * 0.7 * 0.2).
+    assert beam_search(toy, src, None, beam_size=2, length_penalty=0.0, no_repeat_ngram=2, **opts) == [[a]]
+    assert greedy(toy, src, None, no_repeat_ngram=1, **opts) == [[a]]  # no token twice
+
+
+@pytest.mark.parametrize("name", ["transformer", "lstm"])
+def test_no_repeat_ngram_holds_and_keeps_the_searches_consistent(name):
+    net, (src, mask) = model(name), sources()
+    opts = dict(bos=BOS, eos=-1, max_len=20, no_repeat_ngram=2)  # no EOS: 20 tokens from 50 ids must repeat tokens
+    out = greedy(net, src, mask, **opts)
+    assert all(len(hyp) == 20 and len(set(ngrams([BOS, *hyp], 2))) == len(hyp) for hyp in out)
+    assert out == greedy(net, src, mask, cache=False, **opts) == beam_search(net, src, mask, beam_size=1, **opts)
+    beams = beam_search(net, src, mask, beam_size=3, **opts)
+    assert beams == beam_search(net, src, mask, beam_size=3, cache=False, **opts)
+    assert all(len(set(ngrams([BOS, *hyp], 2))) == len(hyp) for hyp in beams)
+
+
+def test_min_len_holds_off_the_end():
+    a = 4
+    toy = Bigram({BOS: {EOS: 0.6, a: 0.4}, a: {EOS: 0.8, a: 0.2}})
+    src = torch.ones(1, 3, dtype=torch.long)
+    opts = dict(bos=BOS, eos=EOS, max_len=8)
+    assert greedy(toy, src, None, **opts) == [[]]
+    for m in (1, 3):
+        assert greedy(toy, src, None, min_len=m, **opts) == [[a] * m]
+        assert beam_search(toy, src, None, beam_size=2, min_len=m, **opts) == [[a] * m]
+
+
+@pytest.mark.parametrize("name", ["transformer", "gru"])
+def test_min_len_with_a_model(name):
+    net, (src, mask) = model(name), sources()
+    eos = int(greedy(net, src, mask, bos=BOS, eos=EOS, max_len=15)[0][0])  # an EOS the model produces at once
+    opts = dict(bos=BOS, eos=eos, max_len=15, min_len=4)
+    out = greedy(net, src, mask, **opts)
+    assert all(4 <= len(hyp) for hyp in out) and out == beam_search(net, src, mask, beam_size=1, **opts)
+    assert all(4 <= len(hyp) for hyp in beam_search(net, src, mask, beam_size=3, **opts))
