@@ -112,8 +112,8 @@ class Rouge:
         return metrics
 
 
-def load(dataset: str, data_dir: str | None, vocab_size: int, val_fraction: float, test_fraction: float, split_seed: int) -> Seq2SeqData:
-    """Read and split; fit one BPE vocabulary on the training sources and targets."""
+def load(dataset: str, data_dir: str | None, vocab_size: int, val_fraction: float, test_fraction: float, split_seed: int, lowercase: bool = False) -> Seq2SeqData:
+    """Read and split; fit one BPE vocabulary on the training sources and targets (lowercased if asked)."""
     if dataset == "aeslc":
         splits = aeslc_splits(data_dir)
     elif dataset == "bbc":
@@ -121,7 +121,7 @@ def load(dataset: str, data_dir: str | None, vocab_size: int, val_fraction: floa
     else:
         raise ValueError(f"unknown summarization dataset {dataset!r}; choose one of {list(DATASETS)}")
     train = splits["train"]
-    tok = train_bpe([p.source for p in train] + [p.target for p in train], vocab_size, reversible=True)
+    tok = train_bpe([p.source for p in train] + [p.target for p in train], vocab_size, lowercase=lowercase, reversible=True)
     return Seq2SeqData(splits=splits, src_tok=tok, tgt_tok=tok)
 
 
@@ -141,17 +141,19 @@ def build(
     val_limit: int | None = None,
     label_smoothing: float = 0.1,
     tie_output: bool = True,
+    lowercase: bool = False,
 ) -> Seq2SeqTask:
     """The summarization task (``conf/task/summarization.yaml``); validation ROUGE-L selects the model.
 
     ``max_source_len``, ``max_target_len`` and ``lead_sentences`` left None take the dataset's
     defaults (``DEFAULTS``). ``val_fraction``, ``test_fraction`` and ``split_seed`` apply to BBC
-    (AESLC has its own split).
+    (AESLC has its own split). ``lowercase`` lowercases what the model reads and writes (one
+    token for "Meeting" and "meeting"); ROUGE ignores case, and references stay as they are.
     """
     if dataset not in DEFAULTS:
         raise ValueError(f"unknown summarization dataset {dataset!r}; choose one of {list(DATASETS)}")
     src_len, tgt_len, lead = DEFAULTS[dataset]
-    loader = partial(load, dataset, data_dir, vocab_size, val_fraction, test_fraction, split_seed)
+    loader = partial(load, dataset, data_dir, vocab_size, val_fraction, test_fraction, split_seed, lowercase)
     return Seq2SeqTask(
         name,
         dataset,

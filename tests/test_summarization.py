@@ -100,3 +100,14 @@ def test_an_empty_source_is_a_data_error(aeslc):
     task = Seq2SeqTask("summarization", "aeslc", lambda: Seq2SeqData(splits, tok, tok), Rouge(), greedy, greedy, max_source_len=64, max_target_len=8)
     with pytest.raises(DataError, match="val: example 1 has an empty source"):
         task.setup()
+
+
+def test_lowercase_vocabulary_and_rouge_ignores_case(aeslc):
+    from tasks.summarization import load
+
+    tok = load("aeslc", None, 500, 0.1, 0.1, 0, lowercase=True).src_tok
+    assert tok.encode("Meeting With ENRON").ids == tok.encode("meeting with enron").ids
+    assert tok.decode(tok.encode("Meeting With ENRON").ids) == "meeting with enron"
+    pairs = aeslc["test"][:50]
+    hyps = [" ".join(split_sentences(p.source)[:1]) for p in pairs]
+    assert Rouge()([h.lower() for h in hyps], pairs) == Rouge()(hyps, pairs)  # the model writing lowercase loses no ROUGE
