@@ -52,6 +52,11 @@ def is_oom(err: BaseException) -> bool:
     return isinstance(err, torch.OutOfMemoryError) or "out of memory" in str(err).lower()
 
 
+def model_label(model_cfg: DictConfig) -> str:
+    """The model's name in records and logs; a copy head is part of it ('transformer+copy'), so reports never pool the two."""
+    return f"{model_cfg.name}+copy" if model_cfg.get("copy") is not None else str(model_cfg.name)
+
+
 def make_tracker(cfg: DictConfig, run_dir: Path, multirun: bool) -> Tracker:
     """The configured logger, with the run's directory, sweep group, tags and full config."""
     if cfg.logger is None or cfg.logger.get("_target_") is None:
@@ -61,9 +66,9 @@ def make_tracker(cfg: DictConfig, run_dir: Path, multirun: bool) -> Tracker:
     return instantiate(cfg.logger, _partial_=True)(
         dir=run_dir,
         group=group,
-        tags=[cfg.task.name, cfg.model.name],
+        tags=[cfg.task.name, model_label(cfg.model)],
         run_config=OmegaConf.to_container(cfg, resolve=True),
-        name=f"{cfg.task.name}-{cfg.model.name}-s{cfg.seed}",
+        name=f"{cfg.task.name}-{model_label(cfg.model)}-s{cfg.seed}",
     )
 
 
@@ -78,7 +83,7 @@ def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tra
     task.setup()
     model = task.build_model(cfg.model).to(device)
     params = count_parameters(model)
-    log.info("%s/%s on %s: %d parameters, splits %s", task.name, cfg.model.name, device, params, task.split_sizes())
+    log.info("%s/%s on %s: %d parameters, splits %s", task.name, model_label(cfg.model), device, params, task.split_sizes())
     trainer = instantiate(cfg.trainer)
     fit = trainer.fit(model, task, device, cfg.seed, checkpoint_dir=run_dir / "checkpoints", tracker=tracker)
     artifacts = task.write_artifacts(model, run_dir, device) if isinstance(task, WritesArtifacts) else []
@@ -197,7 +202,7 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
     base: dict[str, Any] = dict(
         task=cfg.task.name,
         dataset=str(cfg.task.get("dataset") or cfg.task.get("problem") or ""),
-        model=cfg.model.name,
+        model=model_label(cfg.model),
         seed=cfg.seed,
         attention=attention,
         device=device_description(device),

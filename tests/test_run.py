@@ -96,6 +96,7 @@ def test_copy_head_runs_end_to_end(model, tmp_path, subset_data):
     record = run_tiny(tmp_path, "task=summarization", f"model={model}", "model/copy=pointer", *TINY_TASK["summarization"], f"data_dir={subset_data}")
     assert record.status == "ok", record.error
     assert record.config["model"]["copy"]["_target_"] == "suite.models.copy.PointerGenerator"
+    assert record.model == f"{model}+copy"  # never pooled with the same model without copying
     assert 0.0 <= record.metrics["rougeL"] <= 100.0 and record.metrics["loss"] > 0
 
 
