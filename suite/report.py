@@ -18,6 +18,7 @@ from pathlib import Path
 from suite.datadir import PROJECT_ROOT
 from suite.plots import FIGURES, is_speed, job_name, model_size
 from suite.results import ResultRecord, find_results, trainer_name
+from suite.variants import variant_labels
 
 SPEED_KEYS = ("train_tokens_per_s", "infer_tokens_per_s")
 
@@ -36,16 +37,24 @@ def scored_on_test(r: ResultRecord) -> bool:
 
 
 def summary_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
-    """One row per (task, dataset, model, seq_len, trainer profile); metrics and speeds aggregated over seeds."""
-    groups: dict[tuple, list[ResultRecord]] = defaultdict(list)
+    """One row per (task, dataset, model, seq_len, trainer profile, variant); metrics and speeds aggregated over seeds.
+
+    The variant names the settings that set runs of one model and profile apart
+    (``suite.variants``): runs that differ in more than their seed are never pooled.
+    """
+    base: dict[tuple, list[ResultRecord]] = defaultdict(list)
     for r in records:
-        groups[(r.task, r.dataset, r.model, r.seq_len, trainer_name(r))].append(r)
+        base[(r.task, r.dataset, r.model, r.seq_len, trainer_name(r))].append(r)
+    groups: dict[tuple, list[ResultRecord]] = defaultdict(list)
+    for key, runs in base.items():
+        for r, label in zip(runs, variant_labels([r.config for r in runs])):
+            groups[(*key, label)].append(r)
     rows = []
-    for (task, dataset, model, seq_len, trainer), runs in sorted(groups.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
+    for (task, dataset, model, seq_len, trainer, variant), runs in sorted(groups.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
         ok = [r for r in runs if r.status == "ok"]
         metric_names = sorted({k for r in ok for k in r.metrics if not k.startswith("val_") and k != "loss"})
         row = {
-            "task": task, "dataset": dataset, "model": model, "seq_len": str(seq_len or ""), "trainer": trainer,
+            "task": task, "dataset": dataset, "model": model, "seq_len": str(seq_len or ""), "trainer": trainer, "variant": variant,
             "runs": f"{len(ok)}/{len(runs)} ok", "params": str(ok[0].params) if ok else "",
         }
         row["test metrics"] = "; ".join(f"{m} {mean_std([r.metrics[m] for r in ok if m in r.metrics])}" for m in metric_names)

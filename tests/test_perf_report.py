@@ -127,3 +127,31 @@ def test_cpu_runs_name_the_cpu_model(tmp_path):
     info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9R14 96-Core Processor\n")
     assert cpu_name(info) == "AMD EPYC 9R14 96-Core Processor"
     assert cpu_name(tmp_path / "absent")  # falls back to what platform knows
+
+
+def test_runs_that_differ_in_a_setting_are_never_pooled(tmp_path):
+    def rec(name, seed, lowercase, rouge2):
+        config = {"seed": seed, "logger": {"mode": "offline"}, "trainer": {"name": "quick", "progress": seed == 0},
+                  "task": {"name": "summarization", "lowercase": lowercase, "search": {"beam_size": 4}}}
+        ResultRecord(status="ok", task="summarization", dataset="aeslc", model="transformer", seed=seed, seq_len=128, params=10,
+                     metrics={"rouge2": rouge2}, config=config).write(tmp_path / name)
+
+    rec("a", 0, True, 7.0)
+    rec("b", 1, True, 8.0)  # another seed of the same settings: pooled
+    rec("c", 0, False, 5.0)
+    assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
+    table = (tmp_path / "results" / "t" / "results.md").read_text()
+    assert "| task.lowercase=true | 2/2 ok |" in table and "rouge2 7.5 ± 0.71" in table
+    assert "| task.lowercase=false | 1/1 ok | 10 | rouge2 5 |" in table
+
+
+def test_variant_labels_name_only_what_differs():
+    from suite.variants import variant_labels
+
+    a = {"seed": 0, "trainer": {"lr": 0.001, "progress": True}, "task": {"k": None}}
+    b = {"seed": 1, "trainer": {"lr": 0.002, "progress": False}}  # lacks task.k, which a leaves null: no difference
+    c = {"seed": 2, "trainer": {"lr": 0.001}, "task": {"k": "x"}}
+    assert variant_labels([a, b]) == ["trainer.lr=0.001", "trainer.lr=0.002"]
+    assert variant_labels([a, c]) == ["task.k=null", "task.k=x"]
+    assert variant_labels([a, b, c]) == ["task.k=null, trainer.lr=0.001", "task.k=unset, trainer.lr=0.002", "task.k=x, trainer.lr=0.001"]
+    assert variant_labels([a, {**a, "seed": 5}]) == ["", ""]

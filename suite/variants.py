@@ -1,0 +1,45 @@
+"""What tells runs of one model apart: the settings, other than the seed, whose values differ among them.
+
+A report pools runs over seeds. Runs that share task, model and trainer profile but differ in
+any other setting (a learning rate of a sweep, ``task.lowercase``) are different experiments:
+each gets its own row, labelled with the settings that set it apart.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# Settings that do not change what a run computes, or that name it rather than configure it.
+NOT_SETTINGS = ("seed", "group", "logger", "data_dir", "device", "task.data_dir", "trainer.progress", "trainer.log_every")
+UNSET = "unset"  # a key an older record's config lacks
+
+
+def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested config -> {'dotted.key': value as JSON text} over its leaves (an empty dict is a leaf)."""
+    flat: dict[str, str] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = json.dumps(value, sort_keys=True)
+    return flat
+
+
+def is_setting(key: str) -> bool:
+    return not any(key == k or key.startswith(k + ".") for k in NOT_SETTINGS)
+
+
+def variant_labels(configs: list[dict[str, Any]]) -> list[str]:
+    """For each config, 'key=value, ...' over the settings that differ among ``configs`` ('' where they all agree).
+
+    A key that some configs lack and the others set to null is no difference (older records
+    lack options added since, whose null default changes nothing).
+    """
+    flats = [{k: v for k, v in flatten(c).items() if is_setting(k)} for c in configs]
+    differing = []
+    for key in sorted({k for f in flats for k in f}):
+        values = {f.get(key, UNSET) for f in flats}
+        if len(values - {"null", UNSET}) + (len(values & {"null", UNSET}) > 0) > 1:
+            differing.append(key)
+    return [", ".join(f"{k}={f[k].strip(chr(34)) if k in f else UNSET}" for k in differing) for f in flats]
