@@ -68,14 +68,16 @@ def read_result(path: Path) -> ResultRecord:
 def trainer_name(r: ResultRecord) -> str:
     """The trainer profile a run used (runs of different profiles are never averaged together).
 
-    Weights scored by ``job=evaluate`` are named by the decoding they were scored with, so
-    different decodings of one model stay apart too.
+    Weights scored by ``job=evaluate`` are named by the run that trained them and the decoding
+    they were scored with, so different weights and decodings of one model stay apart too.
     """
-    if r.config.get("job", {}).get("_target_", "").endswith(".evaluate_job"):
+    job = r.config.get("job") or {}
+    if job.get("_target_", "").endswith(".evaluate_job"):
         search = dict((r.config.get("task") or {}).get("search") or {})
         name = search.pop("_target_", "").rpartition(".")[2]
         search.pop("_partial_", None)
-        return "evaluated" + (f" ({name} {', '.join(f'{k} {v}' for k, v in search.items())})" if name else "")
+        weights = Path(job["checkpoint"]).parent.parent.name if job.get("checkpoint") else ""  # <run dir>/checkpoints/best.pt
+        return "evaluated" + (f" {weights}" if weights else "") + (f" ({name} {', '.join(f'{k} {v}' for k, v in search.items())})" if name else "")
     trainer = r.config.get("trainer") or {}
     limits = [f"{trainer['max_steps']} steps"] if trainer.get("max_steps") else []
     limits += [f"{trainer['time_budget_s']:g} s"] if trainer.get("time_budget_s") else []

@@ -47,7 +47,7 @@ def test_report_aggregates_seeds_and_failures(tmp_path, capsys):
 
 def test_report_shows_each_decoding_of_evaluated_weights_on_its_own_row(tmp_path):
     def rec(name, metrics, penalty):
-        config = {"job": {"_target_": "suite.run.evaluate_job"}, "trainer": {"name": "quick"},
+        config = {"job": {"_target_": "suite.run.evaluate_job", "checkpoint": "runs/lower/checkpoints/best.pt"}, "trainer": {"name": "quick"},
                   "task": {"search": {"_target_": "suite.decode.beam_search", "_partial_": True, "beam_size": 4, "length_penalty": penalty}}}
         ResultRecord(status="ok", task="summarization", dataset="aeslc", model="transformer", seed=0, seq_len=128, params=10,
                      metrics=metrics, stop_reason="evaluated", config=config).write(tmp_path / name)
@@ -57,8 +57,8 @@ def test_report_shows_each_decoding_of_evaluated_weights_on_its_own_row(tmp_path
     rec("c", {"val_rouge2": 6.5}, 2.0)  # validation alone: no test figure, no row
     assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
     table = (tmp_path / "results" / "t" / "results.md").read_text()
-    assert "evaluated (beam_search beam_size 4, length_penalty 0.6)" in table and "rouge2 6" in table
-    assert "evaluated (beam_search beam_size 4, length_penalty 1.5)" in table and "rouge2 7" in table
+    assert "evaluated lower (beam_search beam_size 4, length_penalty 0.6)" in table and "rouge2 6" in table  # the weights' run and the decoding
+    assert "evaluated lower (beam_search beam_size 4, length_penalty 1.5)" in table and "rouge2 7" in table
     assert "length_penalty 2.0" not in table
 
 
