@@ -113,10 +113,15 @@ def reorder(state: State, index: Tensor) -> State:
     return {k: v.index_select(0, index) for k, v in state.items()}
 
 
-def _begin(model: Generative, src: Tensor, src_mask: Tensor | None, cache: bool, no_repeat_ngram: int, min_len: int, eos: int) -> tuple[State, Stepper]:
-    """The generation state and the stepper: log-probabilities, with repeats and early ends pruned."""
+def _begin(model: Generative, src: Tensor, src_mask: Tensor | None, cache: bool, no_repeat_ngram: int, min_len: int, eos: int, normalise: bool) -> tuple[State, Stepper]:
+    """The generation state and the stepper: scores (log-probabilities if ``normalise``), with repeats and early ends pruned.
+
+    Greedy search needs only the argmax, so it skips the normalisation (a softmax over the
+    vocabulary at every step); beam search adds log-probabilities across steps and needs it.
+    """
     memory = model.encode(src, src_mask)  # (B, L, D)
-    step = log_probs(cached(model) if cache else uncached(model))
+    step = cached(model) if cache else uncached(model)
+    step = log_probs(step) if normalise else step
     return model.start(memory, src_mask, src), min_length(no_repeat(step, no_repeat_ngram), min_len, eos)
 
 
@@ -133,13 +138,13 @@ def greedy(model: Generative, src: Tensor, src_mask: Tensor | None, *, bos: int,
         no_repeat_ngram: n > 0 forbids any n-gram of tokens to occur twice (0: no blocking).
         min_len: fewest tokens generated before EOS may end a sequence (EOS not counted).
     """
-    state, step = _begin(model, src, src_mask, cache, no_repeat_ngram, min_len, eos)
+    state, step = _begin(model, src, src_mask, cache, no_repeat_ngram, min_len, eos, normalise=False)
     prefix = src.new_full((src.size(0), 1), bos)  # (N, t), N = unfinished rows
     rows = torch.arange(src.size(0), device=src.device)  # original row of each unfinished one
     out: list[list[int]] = [[] for _ in range(src.size(0))]
     for _ in range(max_len):
-        logp, state = step(prefix, state)
-        token = logp.argmax(dim=-1)  # (N,)
+        scores, state = step(prefix, state)
+        token = scores.argmax(dim=-1)  # (N,)
         ended = token == eos
         if ended.any():
             for r in ended.nonzero().flatten().tolist():
@@ -173,7 +178,7 @@ def beam_search(model: Generative, src: Tensor, src_mask: Tensor | None, *, bos:
         length_penalty: GNMT alpha; 0 ranks by log-probability alone, larger favours longer outputs.
     """
     k = beam_size
-    state, step = _begin(model, src, src_mask, cache, no_repeat_ngram, min_len, eos)
+    state, step = _begin(model, src, src_mask, cache, no_repeat_ngram, min_len, eos, normalise=True)
     n = src.size(0)
     sources = torch.arange(n, device=src.device)  # original index of each unfinished source
     state = reorder(state, sources.repeat_interleave(k))  # (N * K, ...)
