@@ -53,7 +53,7 @@ def is_oom(err: BaseException) -> bool:
 
 
 def model_label(model_cfg: DictConfig) -> str:
-    """The model's name in records and logs; a copy head is part of it ('transformer+copy'), so reports never pool the two."""
+    """The model's name in records and logs; a copy head is part of it ('transformer+copy'): it changes the architecture."""
     return f"{model_cfg.name}+copy" if model_cfg.get("copy") is not None else str(model_cfg.name)
 
 

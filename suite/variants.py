@@ -30,6 +30,14 @@ def is_setting(key: str) -> bool:
     return not any(key == k or key.startswith(k + ".") for k in NOT_SETTINGS)
 
 
+def shown(key: str, flat: dict[str, str]) -> str:
+    """A setting's value as a label shows it: strings without their JSON quotes, a missing key as 'unset'."""
+    if key not in flat:
+        return UNSET
+    value = json.loads(flat[key])
+    return value if isinstance(value, str) else flat[key]
+
+
 def variant_labels(configs: list[dict[str, Any]]) -> list[str]:
     """For each config, 'key=value, ...' over the settings that differ among ``configs`` ('' where they all agree).
 
@@ -37,9 +45,6 @@ def variant_labels(configs: list[dict[str, Any]]) -> list[str]:
     lack options added since, whose null default changes nothing).
     """
     flats = [{k: v for k, v in flatten(c).items() if is_setting(k)} for c in configs]
-    differing = []
-    for key in sorted({k for f in flats for k in f}):
-        values = {f.get(key, UNSET) for f in flats}
-        if len(values - {"null", UNSET}) + (len(values & {"null", UNSET}) > 0) > 1:
-            differing.append(key)
-    return [", ".join(f"{k}={f[k].strip(chr(34)) if k in f else UNSET}" for k in differing) for f in flats]
+    keys = sorted({k for f in flats for k in f})
+    differing = [k for k in keys if len({f.get(k, "null") for f in flats}) > 1]
+    return [", ".join(f"{k}={shown(k, f)}" for k in differing) for f in flats]
