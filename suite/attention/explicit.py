@@ -14,6 +14,8 @@ from suite.attention.full import FullAttention, attention_weights
 class ExplicitAttention(FullAttention):
     """``FullAttention`` computed as softmax(q k^T / sqrt(d_k)) v, with the weights as a tensor."""
 
+    name = "explicit"
+
     def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
         """(B, H, Lq, Dh) x2 keys/values (B, H, Lk, Dh) -> (B, H, Lq, Dh), through (B, H, Lq, Lk) weights."""
         weights = attention_weights(q, k, pad_mask, causal)

@@ -5,7 +5,9 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
+
+from suite.attention.core import ALL, AttentionCore
 
 
 def allowed_mask(pad_mask: Tensor | None, causal: bool, lq: int, lk: int, device: torch.device) -> Tensor | None:
@@ -33,16 +35,16 @@ def attention_weights(q: Tensor, k: Tensor, pad_mask: Tensor | None = None, caus
     return scores.softmax(dim=-1)
 
 
-class FullAttention(nn.Module):
+class FullAttention(AttentionCore):
     """Softmax attention over all key positions through ``F.scaled_dot_product_attention``.
 
     Args:
         dropout: dropout on the attention weights while training.
+        n_heads, head_dim, max_len: sizes from the layer (unused: full attention needs none).
     """
 
-    def __init__(self, dropout: float = 0.0) -> None:
-        super().__init__()
-        self.dropout = dropout
+    name = "full"
+    capabilities = ALL
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
         """(B, H, Lq, Dh) x2 keys/values (B, H, Lk, Dh) -> (B, H, Lq, Dh)."""

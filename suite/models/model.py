@@ -57,10 +57,16 @@ def build_classifier(model_cfg: Any, content: nn.Module, n_classes: int, max_len
         content=content,
         positions=instantiate(model_cfg.positions)(d_model=d, max_len=max_len + 1),
         pooler=instantiate(model_cfg.pooling)(d_model=d),
-        backbone=instantiate(model_cfg.backbone),
+        backbone=build_sized(model_cfg.backbone, max_len + 1),
         head=ClassificationHead(d, n_classes, **model_cfg.head),
         dropout=model_cfg.embed_dropout,
     )
+
+
+def build_sized(node: Any, max_len: int) -> nn.Module:
+    """Instantiate a backbone or decoder node; one with a ``max_len`` key (the Transformer's, for
+    attention variants of fixed length) is given the longest sequence it will see."""
+    return instantiate(node, **({"max_len": max_len} if "max_len" in node else {}))
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -16,6 +16,7 @@ from torch import Tensor, nn
 
 from suite.models.embeddings import TokenEmbedding
 from suite.models.heads import Generator
+from suite.models.model import build_sized
 from suite.types import State
 
 
@@ -118,8 +119,8 @@ def build_seq2seq(model_cfg: Any, src_vocab: int, tgt_vocab: int, max_len: int, 
         tgt_embed=tgt_embed,
         src_positions=positions(d_model=d, max_len=max_len),
         tgt_positions=positions(d_model=d, max_len=max_len),
-        encoder=instantiate(model_cfg.backbone),
-        decoder=instantiate(model_cfg.decoder),
+        encoder=build_sized(model_cfg.backbone, max_len),
+        decoder=build_sized(model_cfg.decoder, max_len),
         generator=Generator(d, tgt_vocab, tie_to=tgt_embed.embed if tie_output else None),
         dropout=model_cfg.embed_dropout,
         copy=instantiate(copy)(d_model=d) if copy is not None else None,

@@ -12,9 +12,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from suite.attention import FullAttention
+from suite.attention import FullAttention, require
+from suite.attention.core import CACHE, CAUSAL, CROSS, PADDING
 
-AttentionFactory = Callable[[], nn.Module]
+AttentionFactory = Callable[..., nn.Module]  # called as factory(n_heads=, head_dim=, max_len=)
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
 
 
@@ -26,16 +27,17 @@ class MultiHeadAttention(nn.Module):
         n_heads: number of heads H.
         attention: factory for the core (see ``suite.attention``); full softmax by default.
         bias: biases on the projections.
+        max_len: longest sequence the layer will see (None: unknown); passed to the core.
     """
 
-    def __init__(self, d_model: int, n_heads: int, attention: AttentionFactory = FullAttention, bias: bool = True) -> None:
+    def __init__(self, d_model: int, n_heads: int, attention: AttentionFactory = FullAttention, bias: bool = True, max_len: int | None = None) -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.n_heads = n_heads
         self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.core = attention()
+        self.core = attention(n_heads=n_heads, head_dim=d_model // n_heads, max_len=max_len)
 
     def split(self, x: Tensor) -> Tensor:
         """(B, L, D) -> (B, H, L, D/H)."""
@@ -114,7 +116,8 @@ class EncoderLayer(nn.Module):
         activation: 'relu' (the paper) or 'gelu' (BERT, ViT).
         norm_first: pre-norm if True, post-norm (the paper) if False.
         layer_norm_eps: LayerNorm epsilon (1e-5 in torch, 1e-6 in ViT).
-        attention: attention-core factory; its own dropout is set there.
+        attention: attention-core factory; its own dropout is set there. It must honour padding.
+        max_len: longest input (None: unknown), for variants with a fixed length.
     """
 
     def __init__(
@@ -127,9 +130,11 @@ class EncoderLayer(nn.Module):
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
         attention: AttentionFactory = FullAttention,
+        max_len: int | None = None,
     ) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, attention)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attention, max_len=max_len)
+        require(self.self_attn.core, {PADDING}, "encoder")
         self.ff = FeedForward(d_model, d_ff, activation, dropout)
         self.attn_block = Residual(d_model, dropout, norm_first, layer_norm_eps)
         self.ff_block = Residual(d_model, dropout, norm_first, layer_norm_eps)
@@ -157,11 +162,12 @@ class Encoder(nn.Module):
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
         attention: AttentionFactory = FullAttention,
+        max_len: int | None = None,
     ) -> None:
         super().__init__()
         self.d_model = d_model
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, attention)
+            EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, attention, max_len)
             for _ in range(n_layers)
         )
         self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else nn.Identity()
@@ -175,7 +181,8 @@ class Encoder(nn.Module):
 
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the encoder memory, then feed-forward;
-    each wrapped in residual + LayerNorm. Args as ``EncoderLayer``.
+    each wrapped in residual + LayerNorm. Args as ``EncoderLayer``; the core must also be causal,
+    serve cross-attention and cached decoding (generation).
     """
 
     def __init__(
@@ -188,10 +195,13 @@ class DecoderLayer(nn.Module):
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
         attention: AttentionFactory = FullAttention,
+        max_len: int | None = None,
     ) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, attention)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, attention)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attention, max_len=max_len)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, attention, max_len=max_len)
+        require(self.self_attn.core, {CAUSAL, CACHE}, "decoder's self-attention")
+        require(self.cross_attn.core, {CROSS, PADDING}, "decoder's cross-attention")
         self.ff = FeedForward(d_model, d_ff, activation, dropout)
         self.self_block, self.cross_block, self.ff_block = (Residual(d_model, dropout, norm_first, layer_norm_eps) for _ in range(3))
 
@@ -237,11 +247,12 @@ class Decoder(nn.Module):
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
         attention: AttentionFactory = FullAttention,
+        max_len: int | None = None,
     ) -> None:
         super().__init__()
         self.d_model = d_model
         self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, attention)
+            DecoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, attention, max_len)
             for _ in range(n_layers)
         )
         self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else nn.Identity()

@@ -1,0 +1,81 @@
+"""The attention-core contract: sizes at construction, declared capabilities, shared masking helpers.
+
+Every core is built by the attention layer as ``factory(n_heads=H, head_dim=Dh, max_len=L | None)``
+(a Hydra ``_partial_`` holds the variant's own settings) and maps per-head tensors::
+
+    core(q: (B, H, Lq, Dh), k: (B, H, Lk, Dh), v: (B, H, Lk, Dh),
+         pad_mask: (B, Lk) bool | None, causal: bool) -> (B, H, Lq, Dh)
+
+A core says what it can do in ``capabilities``; a layer that needs more refuses it at build
+time (``require``), with the variant and the missing capability named.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+PADDING = "padding mask"  # honours pad_mask: padded keys change no real output
+CAUSAL = "causal"  # causal=True: query i sees keys <= i only
+CROSS = "cross-attention"  # keys from another sequence (Lq != Lk, no causal alignment)
+CACHE = "cached decoding"  # queries that are the last Lq of Lk keys (causal, aligned to the end)
+ALL = frozenset({PADDING, CAUSAL, CROSS, CACHE})
+
+
+class AttentionCore(nn.Module):
+    """Base of every attention core.
+
+    Args:
+        dropout: dropout on the attention weights while training (where a variant has weights).
+        n_heads: heads H of the layer that owns the core.
+        head_dim: per-head width Dh.
+        max_len: longest sequence the layer will see (None: not known); variants with a fixed
+            length (linformer) need it, the others ignore it.
+    """
+
+    name: str = "core"
+    capabilities: frozenset[str] = frozenset()
+
+    def __init__(self, dropout: float = 0.0, n_heads: int | None = None, head_dim: int | None = None, max_len: int | None = None) -> None:
+        super().__init__()
+        self.dropout = dropout
+        self.n_heads, self.head_dim, self.max_len = n_heads, head_dim, max_len
+
+
+def require(core: nn.Module, needs: set[str] | frozenset[str], role: str) -> None:
+    """Raise a ValueError naming the variant and what it lacks when ``core`` cannot serve ``role``."""
+    has = getattr(core, "capabilities", frozenset())
+    missing = set(needs) - set(has)
+    if missing:
+        name = getattr(core, "name", type(core).__name__)
+        raise ValueError(
+            f"attention variant {name!r} cannot serve the {role}: it lacks {', '.join(sorted(missing))} "
+            f"(it supports: {', '.join(sorted(has)) or 'nothing'})"
+        )
+
+
+def positive_int(value: object, what: str, variant: str) -> int:
+    """``value`` as a positive int, else a ValueError naming the setting and the variant."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"attention variant {variant!r}: {what} must be a positive integer, got {value!r}")
+    return value
+
+
+def masked_softmax(scores: Tensor, allowed: Tensor) -> Tensor:
+    """Softmax over the last dim where ``allowed`` (broadcastable bool); a row with nothing allowed
+    stays finite (uniform), so padded queries never turn into NaN that would spread."""
+    return scores.masked_fill(~allowed, torch.finfo(scores.dtype).min).softmax(dim=-1)
+
+
+def pad_length(x: Tensor, multiple: int, dim: int = 2, value: float = 0.0) -> Tensor:
+    """Pad ``x`` at the end of ``dim`` to a multiple of ``multiple``."""
+    extra = -x.size(dim) % multiple
+    if not extra:
+        return x
+    shape = list(x.shape)
+    shape[dim] = extra
+    return torch.cat([x, x.new_full(shape, value)], dim=dim)
+
+
+def key_padding(pad_mask: Tensor | None, b: int, length: int, device: torch.device) -> Tensor:
+    """The (B, L) pad mask, all False when None."""
+    return pad_mask if pad_mask is not None else torch.zeros(b, length, dtype=torch.bool, device=device)
