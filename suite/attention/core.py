@@ -53,11 +53,20 @@ def require(core: nn.Module, needs: set[str] | frozenset[str], role: str) -> Non
         )
 
 
-def positive_int(value: object, what: str, variant: str) -> int:
-    """``value`` as a positive int, else a ValueError naming the setting and the variant."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"attention variant {variant!r}: {what} must be a positive integer, got {value!r}")
+def positive_int(value: object, what: str, variant: str, least: int = 1) -> int:
+    """``value`` as an int >= ``least`` (1: positive, 0: non-negative), else a ValueError naming the setting and the variant."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        kind = "a positive" if least == 1 else "a non-negative" if least == 0 else f"an >= {least}"
+        raise ValueError(f"attention variant {variant!r}: {what} must be {kind} integer, got {value!r}")
     return value
+
+
+def self_attention_only(core: AttentionCore, q: Tensor, k: Tensor, causal: bool) -> None:
+    """For variants that serve self-attention only: one length for queries and keys, and causal only if declared."""
+    if q.size(-2) != k.size(-2):
+        raise ValueError(f"attention variant {core.name!r} needs queries and keys of one length (self-attention), got {q.size(-2)} and {k.size(-2)}")
+    if causal and CAUSAL not in core.capabilities:
+        raise ValueError(f"attention variant {core.name!r} has no causal mode")
 
 
 def masked_softmax(scores: Tensor, allowed: Tensor) -> Tensor:

@@ -1,0 +1,80 @@
+"""Sliding-window attention computed in blocks: O(L * w) time and memory, never an L x L mask.
+
+Query i sees the keys j with |i - j| <= window (causal: i - window <= j <= i). Queries go in
+blocks of ``window`` positions; each block reads its own key block and its neighbours (the one
+before, and the one after unless causal), so a block's scores are (w, 3w) (causal (w, 2w)).
+A window of L or more is clipped to L: every key is in reach, and the result is full attention.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from suite.attention.core import CAUSAL, PADDING, AttentionCore, key_padding, masked_softmax, positive_int, self_attention_only
+
+
+def neighbourhood(x: Tensor, w: int, ahead: int, fill: float | bool = 0.0) -> Tensor:
+    """(B, ..., n*w, [D]) along dim 2 for tensors, dim 1 for masks -> per block of w the previous,
+    own and ``ahead`` following blocks: (B, ..., n, (2+ahead)*w, [D]); outside the sequence is ``fill``."""
+    dim = 2 if x.dim() == 4 else 1
+    before = x.new_full((*x.shape[:dim], w, *x.shape[dim + 1 :]), fill)
+    after = x.new_full((*x.shape[:dim], ahead * w, *x.shape[dim + 1 :]), fill)
+    padded = torch.cat([before, x, after], dim=dim)
+    windows = padded.unfold(dim, (2 + ahead) * w, w)  # (..., n, [D], ctx)
+    return windows.movedim(-1, dim + 1) if x.dim() == 4 else windows
+
+
+def sliding_blocks(q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None, window: int, causal: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """Blocked queries with their key/value neighbourhoods and what each query may see.
+
+    Returns q (B, H, n, w, Dh), k and v (B, H, n, c, Dh), allowed (B, 1, n, w, c) and the key
+    positions (n, c), with w = min(window, L) and c = 2w (causal) or 3w.
+    """
+    b, _, length, _ = q.shape
+    w = min(window, length)  # a window >= L is clipped: all keys are in reach
+    ahead = 0 if causal else 1
+    extra = -length % w
+    pad = F.pad(key_padding(pad_mask, b, length, q.device), (0, extra), value=True)  # (B, n*w)
+    qb = F.pad(q, (0, 0, 0, extra)).unflatten(2, (-1, w))  # (B, H, n, w, Dh)
+    kc = neighbourhood(F.pad(k, (0, 0, 0, extra)), w, ahead)  # (B, H, n, c, Dh)
+    vc = neighbourhood(F.pad(v, (0, 0, 0, extra)), w, ahead)
+    pad_c = neighbourhood(pad, w, ahead, fill=True)  # (B, n, c)
+    n = qb.size(2)
+    q_pos = torch.arange(n * w, device=q.device).view(n, w)  # (n, w)
+    k_pos = neighbourhood(torch.arange(n * w, device=q.device)[None], w, ahead, fill=-1)[0]  # (n, c); outside: masked by pad_c
+    dist = q_pos[:, :, None] - k_pos[:, None, :]  # (n, w, c)
+    near = (dist.abs() <= window) & ((dist >= 0) if causal else True)
+    allowed = near[None] & ~pad_c[:, :, None, :]  # (B, n, w, c)
+    return qb, kc, vc, allowed[:, None], k_pos
+
+
+def unblock(x: Tensor, length: int) -> Tensor:
+    """(B, H, n, w, Dh) -> (B, H, L, Dh), dropping the padding of the last block."""
+    return x.flatten(2, 3)[:, :, :length]
+
+
+class LocalAttention(AttentionCore):
+    """Sliding-window softmax attention.
+
+    Args:
+        window: keys on each side a query sees (a positive int; clipped to the length).
+        dropout: dropout on the attention weights while training.
+    """
+
+    name = "local"
+    capabilities = frozenset({PADDING, CAUSAL})
+
+    def __init__(self, window: int = 64, dropout: float = 0.0, **sizes: int | None) -> None:
+        super().__init__(dropout, **sizes)
+        self.window = positive_int(window, "window", self.name)
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
+        """(B, H, L, Dh) x3 -> (B, H, L, Dh)."""
+        self_attention_only(self, q, k, causal)
+        qb, kc, vc, allowed, _ = sliding_blocks(q, k, v, pad_mask, self.window, causal)
+        scores = qb @ kc.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, n, w, c)
+        weights = F.dropout(masked_softmax(scores, allowed), self.dropout, self.training)
+        return unblock(weights @ vc, q.size(-2))  # (B, H, L, Dh)

@@ -1,0 +1,75 @@
+"""Performer attention (Choromanski et al. 2021): FAVOR+, positive orthogonal random features.
+
+softmax(q . k / sqrt(d)) is approximated by phi(q) . phi(k) with
+phi(x) = exp(w_r . x' - |x'|^2 / 2) / sqrt(m), x' = x / d^(1/4), for m random directions w_r
+drawn in orthogonal blocks with Gaussian norms; the sums are then those of linear attention
+(``suite.attention.linear.kernel_attention``): O(L * m * Dh), causal through prefix sums. Padded
+keys get zero features, out of numerator and normaliser alike. The features are drawn at
+construction from the run's seeded generator; ``redraw_every`` n > 0 draws new ones every n
+training forward passes (0: never). The error against softmax falls as ``n_features`` grows.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from suite.attention.core import CACHE, CAUSAL, CROSS, PADDING, AttentionCore, positive_int
+from suite.attention.linear import kernel_attention
+
+
+def orthogonal_features(m: int, d: int, generator: torch.Generator | None = None) -> Tensor:
+    """(m, d) random directions: orthogonal within each block of d, norms as Gaussian vectors' (chi_d)."""
+    blocks = [torch.linalg.qr(torch.randn(d, d, generator=generator))[0].T for _ in range(math.ceil(m / d))]
+    directions = torch.cat(blocks)[:m]  # (m, d), unit rows
+    return directions * torch.randn(m, d, generator=generator).norm(dim=1, keepdim=True)
+
+
+def favor_features(x: Tensor, w: Tensor, is_query: bool, pad_mask: Tensor | None = None) -> Tensor:
+    """Positive features (B, H, L, m) of x (B, H, L, Dh) for directions w (m, Dh).
+
+    A stabiliser is subtracted in the exponent (per row for queries, one per head for keys, padded
+    keys left out); it cancels between numerator and normaliser and is kept out of the gradient.
+    """
+    x = x * x.size(-1) ** -0.25
+    logits = x @ w.t() - x.pow(2).sum(-1, keepdim=True) / 2  # (B, H, L, m)
+    if pad_mask is not None:
+        logits = logits.masked_fill(pad_mask[:, None, :, None], float("-inf"))  # padded keys: zero features
+    dims = (-1,) if is_query else (-2, -1)
+    stab = logits.detach().amax(dim=dims, keepdim=True)
+    stab = torch.where(torch.isfinite(stab), stab, torch.zeros_like(stab))
+    return torch.exp(logits - stab) / math.sqrt(w.size(0))
+
+
+class PerformerAttention(AttentionCore):
+    """FAVOR+ attention.
+
+    Args:
+        n_features: random features m (default 256).
+        redraw_every: draw new features every n training forward passes; 0: never.
+        chunk: chunk length of the causal prefix sums.
+        dropout: accepted for the common signature; unused (no weights to drop).
+    """
+
+    name = "performer"
+    capabilities = frozenset({PADDING, CAUSAL, CROSS, CACHE})
+
+    def __init__(self, n_features: int = 256, redraw_every: int = 0, chunk: int = 64, dropout: float = 0.0, **sizes: int | None) -> None:
+        super().__init__(dropout, **sizes)
+        if self.head_dim is None:
+            raise ValueError(f"attention variant {self.name!r} needs head_dim at construction (the layer passes it)")
+        self.n_features = positive_int(n_features, "n_features", self.name)
+        self.redraw_every, self.chunk = positive_int(redraw_every, "redraw_every", self.name, least=0), positive_int(chunk, "chunk", self.name)
+        self.register_buffer("features", orthogonal_features(self.n_features, self.head_dim))
+        self.calls = 0
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
+        """(B, H, Lq, Dh), (B, H, Lk, Dh) x2 -> (B, H, Lq, Dh)."""
+        if self.training and self.redraw_every:
+            if self.calls and self.calls % self.redraw_every == 0:
+                self.features.copy_(orthogonal_features(self.n_features, self.head_dim).to(self.features))
+            self.calls += 1
+        w = self.features.to(q.dtype)
+        fq, fk = favor_features(q, w, True), favor_features(k, w, False, pad_mask)
+        return kernel_attention(fq, fk, v, pad_mask, causal, self.chunk)
