@@ -33,6 +33,7 @@ SMALL = {
     "performer": {"n_features": 32, "chunk": 4},
     "reformer": {"n_buckets": 4, "n_rounds": 2, "chunk": 4},
     "linformer": {"proj_len": 6},
+    "nystrom": {"n_landmarks": 4},
 }
 
 
@@ -159,6 +160,16 @@ def test_linformer_with_identity_projections_is_full_attention():
     assert torch.allclose(core(q, k, v), FullAttention()(q, k, v), atol=1e-5)
 
 
+@pytest.mark.parametrize("n_landmarks", [L, L + 7])
+def test_nystrom_with_a_landmark_per_position_is_full_attention(n_landmarks):
+    # Every position its own landmark: F1 = A = F2 = the softmax matrix S, and S pinv(S) S V = S V.
+    q, k, v = (0.5 * x for x in qkv())
+    full = FullAttention()(q, k, v)
+    exact = make_core("nystrom", n_landmarks=n_landmarks, pinv_iterations=0)(q, k, v)
+    iterated = make_core("nystrom", n_landmarks=n_landmarks, pinv_iterations=20)(q, k, v)
+    assert torch.allclose(exact, full, atol=1e-4) and torch.allclose(iterated, full, atol=1e-4)
+
+
 @pytest.mark.parametrize("chunk", [1, 4, 64])
 def test_linear_equals_its_explicit_formula_and_causal_prefix_sums_the_masked_form(chunk):
     q, k, v = qkv()
@@ -271,7 +282,7 @@ def test_a_window_that_is_not_a_positive_int_is_refused_at_build(window):
 
 
 def test_a_variant_lacking_a_capability_is_refused_by_the_layer_that_needs_it():
-    for name in ("reformer", "local", "linformer", "bigbird", "longformer"):
+    for name in ("reformer", "local", "linformer", "bigbird", "longformer", "nystrom"):
         cfg = compose_config("model=transformer", f"model/attention={name}", "++model.decoder.max_len=16")
         with refused(rf"attention variant '{name}' cannot serve the decoder's .*lacks"):
             instantiate(cfg.model.decoder)
@@ -293,7 +304,7 @@ def test_linformer_needs_its_length_at_build_and_refuses_a_longer_sequence():
 
 def test_a_causal_request_to_an_encoder_only_variant_is_an_error():
     q, k, v = qkv()
-    for name in ("longformer", "bigbird", "reformer", "linformer"):
+    for name in ("longformer", "bigbird", "reformer", "linformer", "nystrom"):
         with pytest.raises(ValueError, match=f"'{name}' has no causal mode"):
             make_core(name)(q, k, v, causal=True)
 
