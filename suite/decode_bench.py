@@ -18,6 +18,7 @@ import time
 import torch
 from hydra import compose, initialize_config_dir
 
+from suite import numerics
 from suite.datadir import PROJECT_ROOT
 from suite.decode import greedy
 from suite.models.seq2seq import Seq2Seq, build_seq2seq
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    numerics.set_flush_denormals(True)  # as every run of the suite: subnormals would time the data, not the model
     torch.manual_seed(0)
     device = resolve_device(args.device)
     src = torch.randint(4, args.vocab, (args.batch, args.src_len), device=device)

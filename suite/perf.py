@@ -13,6 +13,7 @@ import argparse
 import torch
 from torch import nn
 
+from suite import numerics
 from suite.measure import time_calls
 from suite.models.transformer import Encoder
 
@@ -36,6 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args(argv)
+    numerics.set_flush_denormals(True)  # as every run of the suite: subnormals would time the data, not the model
     device = torch.device(args.device)
     torch.manual_seed(0)
     ours, theirs = build_pair(args.d_model, args.layers, args.heads, args.d_ff, device)

@@ -39,12 +39,15 @@ class ResultRecord:
     steps: int | None = None
     epochs: int | None = None
     stop_reason: str | None = None
+    planned_steps: int | None = None  # the steps planned; more than ``steps`` when the time cap cut the run short
+    precision: str | None = None  # 'fp32' or 'bf16' (autocast), as resolved on the device
     wall_seconds: float | None = None
     error: str | None = None
     curves: dict[str, list[float]] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)  # files the task wrote into the run directory (plots)
     attention: str | None = None
     device: str = ""
+    numerics: dict[str, Any] = field(default_factory=dict)  # floating-point environment (suite.numerics.describe)
     versions: dict[str, str] = field(default_factory=dict)
     git_commit: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
@@ -52,6 +55,11 @@ class ResultRecord:
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+
+    @property
+    def shortened(self) -> bool:
+        """True when the time cap ended training before its planned steps (the figures then depend on the machine's speed)."""
+        return self.stop_reason == "time_budget" and (self.planned_steps is None or (self.steps or 0) < self.planned_steps)
 
     def write(self, run_dir: Path) -> Path:
         Path(run_dir).mkdir(parents=True, exist_ok=True)

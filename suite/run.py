@@ -25,6 +25,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from suite import numerics
 from suite.datadir import DataError
 from suite.models.model import count_parameters
 from suite.results import RESULT_FILE, ResultRecord, device_description, git_commit, library_versions, read_result
@@ -96,6 +97,8 @@ def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tra
         steps=fit.steps,
         epochs=fit.epochs,
         stop_reason=fit.stop_reason,
+        planned_steps=fit.planned_steps,
+        precision=fit.precision,
         artifacts=[str(Path(p).relative_to(run_dir)) for p in artifacts],
     )
 
@@ -149,6 +152,7 @@ def evaluate_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: 
         steps=0,
         epochs=0,
         stop_reason="evaluated",
+        precision=numerics.resolve_precision(trainer.precision, device),
         artifacts=[str(Path(p).relative_to(run_dir)) for p in artifacts],
     )
 
@@ -197,8 +201,10 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
         log.info("already finished with this config: %s", run_dir / RESULT_FILE)
         return done
     started = time.perf_counter()
+    flushed = numerics.set_flush_denormals(bool(cfg.get("flush_denormals", True)))
     seed_everything(cfg.seed)
     device = resolve_device(cfg.device)
+    log.info("denormals flushed: %s; fast bf16 on %s: %s", flushed, device, numerics.fast_bf16(device))
     base: dict[str, Any] = dict(
         task=cfg.task.name,
         dataset=str(cfg.task.get("dataset") or cfg.task.get("problem") or ""),
@@ -206,6 +212,7 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
         seed=cfg.seed,
         attention=attention,
         device=device_description(device),
+        numerics=numerics.describe(device),
         versions=library_versions(),
         git_commit=git_commit(),
         config=config,

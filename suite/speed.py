@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
+from suite import numerics
 from suite.measure import count_flops, matmul_peak_flops, peak_memory, time_calls
 from suite.models.model import count_parameters
 from suite.train import sync
@@ -33,8 +34,11 @@ def one_batch(task: Any, batch_size: int, seed: int) -> Batch:
     return next(iter(task.loaders(batch_size, seed, eval_batch_size=batch_size)["train"]))
 
 
-def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch.device, warmup: int, repeats: int, time_budget_s: float) -> dict[str, float]:
-    """Training-step and inference time, latency per sequence, peak memory and FLOPs of one model on one batch."""
+def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch.device, warmup: int, repeats: int, time_budget_s: float, precision: str = "fp32") -> dict[str, float]:
+    """Training-step and inference time, latency per sequence, peak memory and FLOPs of one model on one batch.
+
+    ``precision`` ('fp32' or 'bf16') is the autocast of the forward passes, as in training.
+    """
     batch = batch.to(device)
     single = Batch(batch.inputs[:1], batch.targets[:1], None if batch.pad_mask is None else batch.pad_mask[:1])
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -42,13 +46,15 @@ def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch
     def train_step() -> None:
         model.train()
         optimizer.zero_grad(set_to_none=True)
-        task.loss(model, batch).backward()
+        with numerics.autocast(precision, device):
+            loss = task.loss(model, batch)
+        loss.backward()
         optimizer.step()
 
     def infer(b: Batch = batch):
         def run() -> None:
             model.eval()
-            with torch.inference_mode():
+            with torch.inference_mode(), numerics.autocast(precision, device):
                 model(b.inputs, b.pad_mask)
 
         return run
@@ -84,7 +90,7 @@ def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch
     }
 
 
-def speed_job(cfg: DictConfig, device: torch.device, run_dir: Any, tracker: Any, batch_size: int = 8, warmup: int = 2, repeats: int = 5, time_budget_s: float = 300.0, max_len: int = 8192, measure_peak: bool = True) -> dict[str, Any]:
+def speed_job(cfg: DictConfig, device: torch.device, run_dir: Any, tracker: Any, batch_size: int = 8, warmup: int = 2, repeats: int = 5, time_budget_s: float = 300.0, max_len: int = 8192, measure_peak: bool = True, precision: str = "auto") -> dict[str, Any]:
     """Measure the configured model at ``task.seq_len``; returns the record's fields.
 
     Args:
@@ -92,8 +98,10 @@ def speed_job(cfg: DictConfig, device: torch.device, run_dir: Any, tracker: Any,
         warmup, repeats: untimed and timed calls per figure.
         time_budget_s: a point predicted to take longer is recorded as 'timeout'.
         max_len: longest length measured on this machine (longer points: 'skipped').
-        measure_peak: also time a large matmul, the denominator of MFU.
+        measure_peak: also time a large matmul in the point's precision, the denominator of MFU.
+        precision: 'auto' (bf16 where fast), 'fp32' or 'bf16': autocast of the timed passes.
     """
+    precision = numerics.resolve_precision(precision, device)
     seq_len = int(cfg.task.seq_len)
     if seq_len > max_len:
         raise PointSkipped(f"seq_len {seq_len} is above this machine's cap job.max_len={max_len}")
@@ -102,9 +110,9 @@ def speed_job(cfg: DictConfig, device: torch.device, run_dir: Any, tracker: Any,
     task = instantiate(cfg.task)
     task.setup()
     model = task.build_model(cfg.model).to(device)
-    figures = measure_model(model, task, one_batch(task, batch_size, cfg.seed), device, warmup, repeats, time_budget_s)
+    figures = measure_model(model, task, one_batch(task, batch_size, cfg.seed), device, warmup, repeats, time_budget_s, precision)
     if measure_peak:
-        figures["machine_peak_flops"] = matmul_peak_flops(device)
+        figures["machine_peak_flops"] = matmul_peak_flops(device, dtype=torch.bfloat16 if precision == "bf16" else torch.float32)
         figures["mfu_train"] = figures["flops_train_step"] / (figures["train_step_ms"] / 1e3) / figures["machine_peak_flops"]
     tracker.summary({f"speed/{k}": v for k, v in figures.items()})
-    return {"status": "ok", "dataset": task.dataset, "seq_len": task.seq_len(), "params": count_parameters(model), "speed": figures, "steps": 0}
+    return {"status": "ok", "dataset": task.dataset, "seq_len": task.seq_len(), "params": count_parameters(model), "speed": figures, "steps": 0, "precision": precision}

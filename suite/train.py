@@ -12,7 +12,6 @@ import logging
 import math
 import time
 import warnings
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -21,6 +20,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from suite import numerics
 from suite.tracking import NullTracker, Tracker
 from suite.types import Batch, Task
 
@@ -43,6 +43,8 @@ class FitResult:
     stop_reason: str
     train_seconds: float
     speed: dict[str, float] = field(default_factory=dict)
+    precision: str = "fp32"
+    planned_steps: int | None = None  # the steps the schedule was planned for, before any budget cut
 
 
 def sync(device: torch.device) -> None:
@@ -116,11 +118,13 @@ class Trainer:
         max_steps: stop after this many optimizer steps (None: no cap).
         batch_size, eval_batch_size: examples per batch.
         grad_clip: max gradient norm (0: off).
-        precision: 'fp32' or 'bf16' (autocast).
+        precision: 'auto' (bf16 autocast where the device has fast bf16, else fp32), 'fp32' or 'bf16'.
         patience: epochs without validation improvement before stopping (0: never stop early).
-        time_budget_s: stop training after this many seconds of training (None: no budget). The
-            schedule is then re-planned, once the first steps are timed, to end with the budget:
-            a cosine cut off by the clock would stop at a high learning rate.
+        time_budget_s: a cap on the seconds of training (None: no cap). The work is set by
+            ``max_steps``/``max_epochs``, so a command gives the same figures on any machine; only
+            when the first timed steps predict the cap will be hit is the schedule re-planned to
+            end with it (a cosine cut off by the clock would stop at a high learning rate), and
+            the result says so (``stop_reason='time_budget'``, fewer steps than planned).
         limit_train_batches, limit_eval_batches: cap batches per epoch / per evaluation (smoke tests).
         log_every: steps between loss logs to the tracker.
         progress: show a progress bar.
@@ -136,7 +140,7 @@ class Trainer:
         batch_size: int = 64,
         eval_batch_size: int = 256,
         grad_clip: float = 1.0,
-        precision: str = "fp32",
+        precision: str = "auto",
         patience: int = 0,
         time_budget_s: float | None = None,
         limit_train_batches: int | None = None,
@@ -144,8 +148,8 @@ class Trainer:
         log_every: int = 50,
         progress: bool = True,
     ) -> None:
-        if precision not in ("fp32", "bf16"):
-            raise ValueError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
+        if precision not in numerics.PRECISIONS:
+            raise ValueError(f"trainer.precision must be one of {numerics.PRECISIONS}, got {precision!r}")
         self.name = name
         self.make_optimizer, self.make_scheduler = optimizer, scheduler
         self.max_epochs, self.max_steps = max_epochs, max_steps
@@ -167,9 +171,7 @@ class Trainer:
         return scheduler
 
     def autocast(self, device: torch.device):
-        if self.precision == "bf16":
-            return torch.autocast(device.type, dtype=torch.bfloat16)
-        return nullcontext()
+        return numerics.autocast(numerics.resolve_precision(self.precision, device), device)
 
     def evaluate(self, model: nn.Module, task: Task, batches: Iterable[Batch], device: torch.device) -> tuple[dict[str, float], dict[str, float]]:
         """Task metrics on a split, and inference throughput (real tokens and items per second)."""
@@ -191,6 +193,7 @@ class Trainer:
             return self.evaluate_only(model, task, loaders, device)
         steps_per_epoch = len(loaders["train"]) if self.limit_train_batches is None else min(len(loaders["train"]), self.limit_train_batches)
         total = steps_per_epoch * self.max_epochs if self.max_steps is None else min(self.max_steps, steps_per_epoch * self.max_epochs)
+        planned = total
         optimizer = self.make_optimizer(params=[p for p in model.parameters() if p.requires_grad])
         scheduler = self.make_scheduler(optimizer, total_steps=max(1, total))
         budget_plan = BudgetPlan(self.time_budget_s, total) if self.time_budget_s is not None else None
@@ -264,13 +267,15 @@ class Trainer:
             "train_items_per_s": items / train_seconds if train_seconds else 0.0,
             **infer,
         }
-        return FitResult(val=best_val, test=test, steps=step, epochs=epoch, best_epoch=best_epoch, stop_reason=stop_reason, train_seconds=train_seconds, speed=speed)
+        return FitResult(val=best_val, test=test, steps=step, epochs=epoch, best_epoch=best_epoch, stop_reason=stop_reason, train_seconds=train_seconds,
+                         speed=speed, precision=numerics.resolve_precision(self.precision, device), planned_steps=planned)
 
     def evaluate_only(self, model: nn.Module, task: Task, loaders: dict[str, Iterable[Batch]], device: torch.device) -> FitResult:
         """A model with nothing to train (e.g. Lead-k): validation and test metrics, no steps."""
         val, _ = self.evaluate(model, task, loaders["val"], device)
         test, infer = self.evaluate(model, task, loaders["test"], device)
-        return FitResult(val=val, test=test, steps=0, epochs=0, best_epoch=0, stop_reason="no_parameters", train_seconds=0.0, speed=infer)
+        return FitResult(val=val, test=test, steps=0, epochs=0, best_epoch=0, stop_reason="no_parameters", train_seconds=0.0, speed=infer,
+                         precision=numerics.resolve_precision(self.precision, device), planned_steps=0)
 
 
 class _Counted:

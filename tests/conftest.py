@@ -13,7 +13,11 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
 
+from suite import numerics
 from suite.datadir import data_root
+
+# As every run of the suite does, before any thread pool exists (threads inherit the mode).
+numerics.set_flush_denormals(True)
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 TINY_MODEL = ["model.d_model=32", "++model.backbone.d_ff=64", "++model.backbone.n_layers=1"]
