@@ -1,9 +1,12 @@
 """The report: ``python -m suite.report RUN_OR_SWEEP_DIR... --name NAME`` (``make report``).
 
-Reads every ``result.json`` below the given directories and writes ``results/NAME/``:
-one CSV and one markdown table per benchmark (training results per domain, mean ± std over
-seeds; speed points; gradient flow), the PNG figures of ``suite.plots``, and ``index.html``
-showing them all. It prints the training table. Nothing in ``results/`` is typed by hand.
+Reads every ``result.json`` below the given directories and writes ``results/NAME/``, laid out
+like a paper's results section: ``results.md`` opens with a headline table (one row per task
+setting, each model's primary test metric side by side, the best in bold, and the speed ratio),
+then one table per task with a column per metric; ``speed.md`` and ``gradient_flow.md`` for the
+measurement jobs; each with a CSV of the raw figures; the PNG figures of ``suite.plots``; and
+``index.html`` showing them all. Figures of runs cut short by their time cap are marked.
+It prints the headline table. Nothing in ``results/`` is typed by hand.
 """
 from __future__ import annotations
 
@@ -11,24 +14,23 @@ import argparse
 import csv
 import html
 import platform
+import re
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
+from suite import formatting as fmt
 from suite.datadir import PROJECT_ROOT
-from suite.plots import FIGURES, is_speed, job_name, model_size
+from suite.plots import FIGURES, is_speed, job_name, model_key, model_size, primary
 from suite.results import ResultRecord, find_results, trainer_name
 from suite.variants import variant_labels
 
 SPEED_KEYS = ("train_tokens_per_s", "infer_tokens_per_s")
-
-
-def mean_std(values: list[float]) -> str:
-    if not values:
-        return ""
-    if len(values) == 1:
-        return f"{values[0]:.4g}"
-    return f"{statistics.mean(values):.4g} ± {statistics.stdev(values):.2g}"
+ATTENTION_MODELS = ("transformer", "transformer_base", "vit")  # the headline's speed ratio sets the first of these present...
+RECURRENT_MODELS = ("lstm", "bilstm", "gru", "rnn")  # ...against the first of these
+CUT = "†"  # marks a figure from a run that its time cap cut short
+CUT_NOTE = f"{CUT} cut short by its time cap (fewer steps than planned): this figure depends on how fast the machine was."
 
 
 def scored_on_test(r: ResultRecord) -> bool:
@@ -36,8 +38,47 @@ def scored_on_test(r: ResultRecord) -> bool:
     return any(not k.startswith("val_") for k in r.metrics)
 
 
-def summary_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
-    """One row per (task, dataset, model, seq_len, trainer profile, variant); metrics and speeds aggregated over seeds.
+def test_metric_names(runs: list[ResultRecord]) -> list[str]:
+    return sorted({k for r in runs for k in r.metrics if not k.startswith("val_") and k != "loss"})
+
+
+@dataclass
+class Experiment:
+    """Runs of one experiment (task, dataset, model, length, trainer profile, variant), pooled over seeds."""
+
+    task: str
+    dataset: str
+    model: str
+    seq_len: int | None
+    trainer: str
+    variant: str
+    runs: list[ResultRecord]
+
+    @property
+    def ok(self) -> list[ResultRecord]:
+        return [r for r in self.runs if r.status == "ok"]
+
+    def values(self, metric: str) -> list[float]:
+        return [r.metrics[metric] for r in self.ok if metric in r.metrics]
+
+    def speeds(self, key: str) -> list[float]:
+        return [r.speed[key] for r in self.ok if key in r.speed]
+
+    @property
+    def shortened(self) -> bool:
+        return any(r.shortened for r in self.ok)
+
+    @property
+    def precision(self) -> str:
+        return "/".join(sorted({r.precision for r in self.ok if r.precision})) or "fp32"  # records before the setting ran fp32
+
+    @property
+    def failures(self) -> str:
+        return " | ".join(f"{r.status}: {r.error}" for r in self.runs if r.status != "ok")[:200]
+
+
+def experiments(records: list[ResultRecord]) -> list[Experiment]:
+    """One experiment per (task, dataset, model, seq_len, trainer profile, variant), sorted.
 
     The variant names the settings that set runs of one model and profile apart
     (``suite.variants``): runs that differ in more than their seed are never pooled.
@@ -49,20 +90,91 @@ def summary_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     for key, runs in base.items():
         for r, label in zip(runs, variant_labels([r.config for r in runs])):
             groups[(*key, label)].append(r)
+    ordered = sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][3] or 0, kv[0][4], kv[0][5], model_key(kv[0][2])))
+    return [Experiment(*key, runs) for key, runs in ordered]
+
+
+def detail_rows(exps: list[Experiment]) -> list[dict[str, str]]:
+    """One row per experiment, one column per test metric (mean ± std over seeds), numbers for people."""
+    metrics = test_metric_names([r for e in exps for r in e.ok])
     rows = []
-    for (task, dataset, model, seq_len, trainer, variant), runs in sorted(groups.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
-        ok = [r for r in runs if r.status == "ok"]
-        metric_names = sorted({k for r in ok for k in r.metrics if not k.startswith("val_") and k != "loss"})
-        row = {
-            "task": task, "dataset": dataset, "model": model, "seq_len": str(seq_len or ""), "trainer": trainer, "variant": variant,
-            "runs": f"{len(ok)}/{len(runs)} ok", "params": str(ok[0].params) if ok else "",
-        }
-        row["test metrics"] = "; ".join(f"{m} {mean_std([r.metrics[m] for r in ok if m in r.metrics])}" for m in metric_names)
-        for key in SPEED_KEYS:
-            row[key] = mean_std([r.speed[key] for r in ok if key in r.speed])
-        row["train s"] = mean_std([r.train_seconds for r in ok if r.train_seconds is not None])
-        failed = [f"{r.status}: {r.error}" for r in runs if r.status != "ok"]
-        row["failures"] = " | ".join(failed)[:200]
+    for e in exps:
+        cut = f" {CUT}" if e.shortened else ""
+        row = {"task": e.task, "dataset": e.dataset, "model": e.model, "length": str(e.seq_len or ""), "trainer": e.trainer, "variant": e.variant,
+               "runs": f"{len(e.ok)}/{len(e.runs)} ok", "params": fmt.rate(e.ok[0].params) if e.ok and e.ok[0].params else ""}
+        row |= {m: (fmt.mean_std(e.values(m)) + cut if e.values(m) else "") for m in metrics}
+        row["train tok/s"] = fmt.mean_std(e.speeds("train_tokens_per_s"), fmt.rate)
+        row["infer tok/s"] = fmt.mean_std(e.speeds("infer_tokens_per_s"), fmt.rate)
+        row["steps"] = fmt.mean_std([float(r.steps) for r in e.ok if r.steps], fmt.rate)
+        row["train time"] = fmt.mean_std([r.train_seconds for r in e.ok if r.train_seconds], fmt.seconds)
+        row["precision"] = e.precision if e.ok else ""
+        row["failures"] = e.failures
+        rows.append(row)
+    return drop_empty_columns(rows, keep=("task", "model", "runs"))
+
+
+def drop_empty_columns(rows: list[dict[str, str]], keep: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    filled = [c for c in (rows[0] if rows else {}) if c in keep or any(r[c] for r in rows)]
+    return [{c: r[c] for c in filled} for r in rows]
+
+
+def detail_tables(exps: list[Experiment]) -> dict[str, list[dict[str, str]]]:
+    """One table per task: each has its own metrics."""
+    by_task: dict[str, list[Experiment]] = defaultdict(list)
+    for e in exps:
+        by_task[e.task].append(e)
+    return {task: detail_rows(group) for task, group in sorted(by_task.items())}
+
+
+def headline_rows(exps: list[Experiment]) -> list[dict[str, str]]:
+    """One row per task setting, each model's primary test metric side by side, the best in bold, and the speed ratio.
+
+    The speed ratio divides the attention model's training tokens/s by the recurrent model's
+    (measured in the same runs as the metrics, at the same settings).
+    """
+    rows_of: dict[tuple, dict[str, Experiment]] = defaultdict(dict)
+    for e in exps:
+        if e.ok and (p := primary(e.ok[0])):
+            rows_of[(e.task, e.dataset, e.seq_len, e.trainer, e.variant, p[0])][e.model] = e
+    models = sorted({m for cols in rows_of.values() for m in cols}, key=model_key)
+    rows = []
+    for (task, dataset, seq_len, trainer, variant, metric), cols in rows_of.items():
+        means = {m: statistics.mean(e.values(metric)) for m, e in cols.items() if e.values(metric)}
+        best = max(means.values()) if len(means) > 1 else None
+        row = {"task": task, "dataset": dataset, "length": str(seq_len or ""), "trainer": trainer + (f", {variant}" if variant else ""), "metric": metric}
+        for m in models:
+            cell = fmt.mean_std(cols[m].values(metric)) if m in means else ""
+            if cell and means[m] == best:
+                cell = f"**{cell}**"
+            row[m] = cell + (f" {CUT}" if m in cols and cols[m].shortened else "")
+        row["speed (train tok/s)"] = speed_ratio(cols)
+        rows.append(row)
+    return drop_empty_columns(rows, keep=("task", "metric"))
+
+
+def speed_ratio(cols: dict[str, Experiment]) -> str:
+    """'0.31x transformer/lstm': training tokens/s of the attention model over the recurrent one's."""
+    attention = next((m for m in ATTENTION_MODELS if m in cols and cols[m].speeds("train_tokens_per_s")), None)
+    recurrent = next((m for m in RECURRENT_MODELS if m in cols and cols[m].speeds("train_tokens_per_s")), None)
+    if attention is None or recurrent is None:
+        return ""
+    ratio = statistics.mean(cols[attention].speeds("train_tokens_per_s")) / statistics.mean(cols[recurrent].speeds("train_tokens_per_s"))
+    return f"{ratio:.2g}x {attention}/{recurrent}"
+
+
+def csv_rows(exps: list[Experiment]) -> list[dict[str, object]]:
+    """The raw figures (means over seeds, full precision) for machines: one row per experiment."""
+    metrics = test_metric_names([r for e in exps for r in e.ok])
+    rows = []
+    for e in exps:
+        mean = lambda xs: statistics.mean(xs) if xs else ""  # noqa: E731
+        row: dict[str, object] = {"task": e.task, "dataset": e.dataset, "model": e.model, "seq_len": e.seq_len or "", "trainer": e.trainer, "variant": e.variant,
+                                  "runs": len(e.runs), "ok": len(e.ok), "params": e.ok[0].params if e.ok else "", "precision": e.precision, "shortened": e.shortened}
+        row |= {m: mean(e.values(m)) for m in metrics}
+        row |= {m + "_std": (statistics.stdev(e.values(m)) if len(e.values(m)) > 1 else "") for m in metrics}
+        row |= {k: mean(e.speeds(k)) for k in SPEED_KEYS}
+        row["train_seconds"] = mean([r.train_seconds for r in e.ok if r.train_seconds is not None])
+        row["failures"] = e.failures
         rows.append(row)
     return rows
 
@@ -77,21 +189,29 @@ def markdown(rows: list[dict[str, str]]) -> str:
 
 
 def speed_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
-    """One row per speed point (model x length), failed points included with their status."""
+    """One row per speed point (model x length x precision), failed points included with their status."""
     runs = [r for r in records if is_speed(r)]
     rows = []
-    for r in sorted(runs, key=lambda r: (r.model, model_size(r), r.attention or "", r.seq_len or 0)):
+    for r in sorted(runs, key=lambda r: (model_key(r.model), model_size(r), r.attention or "", r.precision or "", r.seq_len or 0)):
         s = r.speed
-        fmt = lambda key, scale=1.0, spec=".4g": format(s[key] * scale, spec) if key in s else ""  # noqa: E731
+        get = lambda key, show=fmt.rate, scale=1.0: show(s[key] * scale) if key in s else ""  # noqa: E731
         rows.append({
-            "model": r.model, "size": model_size(r), "attention": r.attention or "", "seq_len": str(r.seq_len or r.config.get("task", {}).get("seq_len", "")), "status": r.status,
-            "params": str(r.params or ""), "train tok/s": fmt("train_tokens_per_s"), "infer tok/s": fmt("infer_tokens_per_s"),
-            "train step ms (IQR)": f"{fmt('train_step_ms')} ({fmt('train_step_iqr_ms', spec='.2g')})" if s else "",
-            "latency ms/seq": fmt("latency_ms"), "peak MiB train": fmt("peak_mem_train_bytes", 2**-20), "peak MiB infer": fmt("peak_mem_infer_bytes", 2**-20),
-            "GFLOP/step": fmt("flops_train_step", 1e-9), "MFU": fmt("mfu_train", spec=".2%"), "peak GFLOP/s": fmt("machine_peak_flops", 1e-9),
-            "note": (r.error or "")[:120],
+            "model": r.model, "size": model_size(r), "attention": r.attention or "", "precision": r.precision or "fp32",
+            "length": str(r.seq_len or r.config.get("task", {}).get("seq_len", "")), "batch": get("batch_size"), "status": r.status,
+            "params": fmt.rate(r.params) if r.params else "", "train tok/s": get("train_tokens_per_s"), "infer tok/s": get("infer_tokens_per_s"),
+            "train step ms (IQR)": f"{s['train_step_ms']:.3g} ({s['train_step_iqr_ms']:.2g})" if "train_step_ms" in s else "",
+            "latency ms/seq": get("latency_ms", lambda v: f"{v:.3g}"), "peak MiB train": get("peak_mem_train_bytes", lambda v: f"{v:.3g}", 2**-20),
+            "peak MiB infer": get("peak_mem_infer_bytes", lambda v: f"{v:.3g}", 2**-20), "GFLOP/step": get("flops_train_step", lambda v: f"{v:.3g}", 1e-9),
+            "MFU": get("mfu_train", lambda v: f"{v:.1%}"), "peak GFLOP/s": get("machine_peak_flops", lambda v: f"{v:.0f}", 1e-9),
+            "threads": threads_of(r), "note": (r.error or "")[:120],
         })
     return rows
+
+
+def threads_of(r: ResultRecord) -> str:
+    """The CPU threads a run used, from its device description ('cpu:<name> x2 threads'); '' on a GPU."""
+    found = re.search(r"x(\d+) threads", r.device or "")
+    return found.group(1) if found else ""
 
 
 def gradient_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
@@ -107,53 +227,85 @@ def gradient_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     return rows
 
 
-def write_table(rows: list[dict[str, str]], out_dir: Path, name: str) -> None:
+def write_table(rows: list[dict[str, object]], out_dir: Path, name: str, md: str | None = None) -> None:
+    """``name.csv`` from ``rows`` and ``name.md`` (``md`` when given, else ``rows`` as markdown)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{name}.md").write_text(markdown(rows))
+    (out_dir / f"{name}.md").write_text(md if md is not None else markdown(rows))
     with open(out_dir / f"{name}.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["task"])
         writer.writeheader()
         writer.writerows(rows)
 
 
+def html_cell(value: str) -> str:
+    """Escaped, with markdown's **bold** kept as bold."""
+    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(value))
+
+
 def html_table(rows: list[dict[str, str]]) -> str:
     if not rows:
         return "<p>(none)</p>"
     head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r.values()) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f"<td>{html_cell(v)}</td>" for v in r.values()) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def index_html(name: str, tables: dict[str, list[dict[str, str]]], figures: list[Path], machine: str) -> str:
+def results_markdown(headline: list[dict[str, str]], details: dict[str, list[dict[str, str]]]) -> str:
+    """The headline table, then one detail table per task, with the note on cut runs where one is."""
+    parts = ["## Results at a glance\n\nEach model's primary test metric (mean ± std over seeds; the best in bold), "
+             "and the attention model's training throughput over the recurrent one's.\n\n" + markdown(headline)]
+    parts += [f"## {task}\n\n" + markdown(rows) for task, rows in details.items()]
+    text = "\n".join(parts)
+    return text + (f"\n{CUT_NOTE}\n" if CUT in text else "")
+
+
+INTRO = {
+    "results at a glance": "Each model's primary test metric (mean ± std over seeds; the best in bold), and the attention model's training "
+                           "throughput over the recurrent one's in the same runs.",
+    "speed": "One row per point: real (non-pad) tokens per second, the median of timed calls (IQR beside the step time), "
+             "peak memory per call, FLOPs from torch's counter, MFU against the matmul peak of the point's precision.",
+    "gradient flow": "The norm of the loss gradient at distance d from the output, relative to distance 0, at initialisation.",
+}
+
+
+def index_html(name: str, sections: dict[str, list[dict[str, str]]], figures: list[Path], machine: str) -> str:
     parts = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(name)}</title>",
-             "<style>body{font-family:sans-serif;max-width:1400px;margin:auto}table{border-collapse:collapse;font-size:13px}"
-             "td,th{border:1px solid #ccc;padding:3px 6px}img{max-width:100%}</style>",
-             f"<h1>Benchmark report: {html.escape(name)}</h1><p>{html.escape(machine)}</p>"]
-    for title, rows in tables.items():
+             "<style>body{font-family:sans-serif;max-width:1400px;margin:auto;line-height:1.4}table{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
+             "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f3f3f3}img{max-width:100%}.note{color:#555;font-size:13px}</style>",
+             f"<h1>Benchmark report: {html.escape(name)}</h1><p class='note'>{html.escape(machine)}</p>"]
+    for title, rows in sections.items():
         if rows:
-            parts.append(f"<h2>{html.escape(title)}</h2>{html_table(rows)}")
+            intro = f"<p class='note'>{html.escape(INTRO[title])}</p>" if title in INTRO else ""
+            parts.append(f"<h2>{html.escape(title)}</h2>{intro}{html_table(rows)}")
+    if any(CUT in v for rows in sections.values() for r in rows for v in r.values()):
+        parts.append(f"<p class='note'>{html.escape(CUT_NOTE)}</p>")
     for fig in figures:
         parts.append(f"<h2>{html.escape(fig.stem.replace('_', ' '))}</h2><img src='{fig.name}' alt='{fig.stem}'>")
     return "\n".join(parts) + "\n"
 
 
 def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[str, list[dict[str, str]]]:
-    """Write every table, figure and the index page for ``records`` into ``out_dir``."""
-    tables = {
-        # Failed runs too (their rows say so), and weights scored again on test by job=evaluate.
-        "results": summary_rows([r for r in records if job_name(r) == "train_job" or (job_name(r) == "evaluate_job" and scored_on_test(r))]),
-        "speed": speed_rows(records),
-        "gradient_flow": gradient_rows(records),
-    }
-    for table, rows in tables.items():
+    """Write every table, figure and the index page for ``records`` into ``out_dir``; returns the sections shown."""
+    # Failed runs too (their rows say so), and weights scored again on test by job=evaluate.
+    trained = [r for r in records if job_name(r) == "train_job" or (job_name(r) == "evaluate_job" and scored_on_test(r))]
+    exps = experiments(trained)
+    headline, details = headline_rows(exps), detail_tables(exps)
+    speed, gradients = speed_rows(records), gradient_rows(records)
+    if exps:
+        write_table(csv_rows(exps), out_dir, "results", md=results_markdown(headline, details))
+    for table, rows in (("speed", speed), ("gradient_flow", gradients)):
         if rows:
             write_table(rows, out_dir, table)
     figures = [path for fig, draw in FIGURES.items() if (path := draw(records, out_dir / f"{fig}.png")) is not None]
     devices = sorted({r.device for r in records if r.device})
-    machine = f"measured on: {', '.join(devices)}; {platform.platform()}; {len(records)} runs"
+    flushed = sorted({str(r.numerics.get("flush_denormals")) for r in records if r.numerics})
+    precisions = sorted({r.precision for r in records if r.precision})
+    machine = (f"measured on: {', '.join(devices)}; {platform.platform()}; {len(records)} runs; "
+               f"denormals flushed: {', '.join(flushed) or 'not recorded'}; precision: {', '.join(precisions) or 'fp32 (not recorded)'}")
     (out_dir / "machine.txt").write_text(machine + "\n")
-    (out_dir / "index.html").write_text(index_html(name, tables, figures, machine))
-    return tables
+    sections = {"results at a glance": headline, **details, "speed": speed, "gradient flow": gradients}
+    (out_dir / "index.html").write_text(index_html(name, sections, figures, machine))
+    return sections
 
 
 def log_to_wandb(out_dir: Path, name: str, tables: dict[str, list[dict[str, str]]]) -> None:
@@ -185,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     out_dir = args.out / args.name
     tables = build_report([r for _, r in found], out_dir, args.name)
-    print(markdown(tables["results"]))
+    print(markdown(tables["results at a glance"]))
     if tables["speed"]:
         print(markdown(tables["speed"]))
     if args.wandb:

@@ -40,7 +40,8 @@ def test_report_aggregates_seeds_and_failures(tmp_path, capsys):
     rec(0, 0.80), rec(1, 0.82), rec(2, 0.0, status="failed")
     assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
     table = (tmp_path / "results" / "t" / "results.md").read_text()
-    assert "2/3 ok" in table and "accuracy 0.81 ± 0.014" in table and "failed: boom" in table
+    assert "2/3 ok" in table and "| 0.810 ± 0.014 |" in table and "failed: boom" in table
+    assert table.startswith("## Results at a glance") and "| accuracy |" in table  # the headline, then the detail table with a column per metric
     assert (tmp_path / "results" / "t" / "index.html").exists() and (tmp_path / "results" / "t" / "domains.png").exists()
     assert (tmp_path / "results" / "t" / "results.csv").read_text().startswith("task,")
 
@@ -57,8 +58,8 @@ def test_report_shows_each_decoding_of_evaluated_weights_on_its_own_row(tmp_path
     rec("c", {"val_rouge2": 6.5}, 2.0)  # validation alone: no test figure, no row
     assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
     table = (tmp_path / "results" / "t" / "results.md").read_text()
-    assert "evaluated lower (beam_search beam_size 4, length_penalty 0.6)" in table and "rouge2 6" in table  # the weights' run and the decoding
-    assert "evaluated lower (beam_search beam_size 4, length_penalty 1.5)" in table and "rouge2 7" in table
+    assert "evaluated lower (beam_search beam_size 4, length_penalty 0.6) | 1/1 ok | 10 | 6.00 |" in table  # the weights' run and the decoding
+    assert "evaluated lower (beam_search beam_size 4, length_penalty 1.5) | 1/1 ok | 10 | 7.00 |" in table
     assert "length_penalty 2.0" not in table
 
 
@@ -105,16 +106,18 @@ def test_report_builds_its_files_from_a_multirun_made_here(tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     tiny = ["task=long_range", "task.n_train=32", "task.n_val=16", "task.n_test=16", "trainer=smoke", "logger=none", "model.d_model=32"]
-    for args in (["model=transformer,lstm", "task.seq_len=16,32"], ["job=speed", "model=transformer", "task.seq_len=16", "job.repeats=1", "job.warmup=1", "job.measure_peak=false"]):
+    for args in (["model=transformer,lstm", "task.seq_len=16,32"], ["job=speed", "model=transformer", "task.seq_len=16", "job.repeats=1", "job.warmup=1", "job.measure_peak=false", "job.precision=fp32"]):
         sweep_dir = tmp_path / "runs" / args[0].split("=")[0]
         out = subprocess.run([sys.executable, "-m", "suite.run", "-m", f"hydra.sweep.dir={sweep_dir}", *tiny, *args],
                              cwd=root, env={**os.environ, "HYDRA_FULL_ERROR": "1"}, capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr[-3000:]
     assert report_main([str(tmp_path / "runs"), "--name", "sweep", "--out", str(tmp_path / "results")]) == 0
     out_dir = tmp_path / "results" / "sweep"
-    rows = [line for line in (out_dir / "results.md").read_text().splitlines() if line.startswith("| long_range")]
-    assert len(rows) == 4 and all("1/1 ok" in row for row in rows)  # transformer and lstm at 16 and 32
-    assert "| transformer | d32x2 | full | 16 | ok |" in (out_dir / "speed.md").read_text()
+    table = (out_dir / "results.md").read_text()
+    headline = [line for line in table.split("## long_range")[0].splitlines() if line.startswith("| long_range")]
+    rows = [line for line in table.split("## long_range")[1].splitlines() if line.startswith("| long_range")]
+    assert len(headline) == 2 and len(rows) == 4 and all("1/1 ok" in row for row in rows)  # transformer and lstm at 16 and 32
+    assert "| transformer | d32x2 | full | fp32 | 16 | 8 | ok |" in (out_dir / "speed.md").read_text()
     figures = {"accuracy_vs_length.png", "speed_vs_length.png", "memory_vs_length.png"}
     assert figures <= {p.name for p in out_dir.iterdir()}
     assert all(f"src='{name}'" in (out_dir / "index.html").read_text() for name in figures)
@@ -141,8 +144,8 @@ def test_runs_that_differ_in_a_setting_are_never_pooled(tmp_path):
     rec("c", 0, False, 5.0)
     assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
     table = (tmp_path / "results" / "t" / "results.md").read_text()
-    assert "| task.lowercase=true | 2/2 ok |" in table and "rouge2 7.5 ± 0.71" in table
-    assert "| task.lowercase=false | 1/1 ok | 10 | rouge2 5 |" in table
+    assert "| task.lowercase=true | 2/2 ok | 10 | 7.50 ± 0.71 |" in table
+    assert "| task.lowercase=false | 1/1 ok | 10 | 5.00 |" in table
 
 
 def test_variant_labels_name_only_what_differs():
@@ -155,3 +158,33 @@ def test_variant_labels_name_only_what_differs():
     assert variant_labels([a, c]) == ["task.k=null", "task.k=x"]
     assert variant_labels([a, b, c]) == ["task.k=null, trainer.lr=0.001", "task.k=unset, trainer.lr=0.002", "task.k=x, trainer.lr=0.001"]
     assert variant_labels([a, {**a, "seed": 5}]) == ["", ""]
+
+
+def test_headline_sets_models_side_by_side_marks_the_best_and_flags_cut_runs(tmp_path):
+    def rec(name, model, acc, tok_s, cut=False):
+        ResultRecord(status="ok", task="sentiment", dataset="sst2", model=model, seed=0, seq_len=64, params=10, metrics={"accuracy": acc, "macro_f1": acc - 0.01},
+                     speed={"train_tokens_per_s": tok_s, "infer_tokens_per_s": 3 * tok_s}, steps=50 if cut else 100, planned_steps=100,
+                     stop_reason="time_budget" if cut else "max_steps", precision="bf16", config={"trainer": {"name": "quick", "max_steps": 100}}).write(tmp_path / name)
+
+    rec("t", "transformer", 0.804, 25_000.0)
+    rec("l", "lstm", 0.834, 175_200.0, cut=True)
+    assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
+    out_dir = tmp_path / "results" / "t"
+    table = (out_dir / "results.md").read_text()
+    head = table.split("## sentiment")[0]
+    assert "| task | dataset | length | trainer | metric | transformer | lstm | speed (train tok/s) |" in head
+    assert "| sentiment | sst2 | 64 | quick (100 steps) | accuracy | 0.804 | **0.834** † | 0.14x transformer/lstm |" in head
+    detail = table.split("## sentiment")[1]
+    assert "| accuracy | macro_f1 |" in detail and "| 0.834 † | 0.824 † | 175k | 526k | 50 |" in detail  # a column per metric, numbers for people
+    assert "cut short by its time cap" in table
+    assert "<b>0.834</b>" in (out_dir / "index.html").read_text()
+    csv_text = (out_dir / "results.csv").read_text()
+    assert "0.834" in csv_text and "175200" in csv_text  # raw figures for machines
+
+
+def test_numbers_are_formatted_for_people():
+    from suite import formatting as fmt
+
+    assert [fmt.metric(v) for v in (0.8043, 18.93, 0.0308, 123.4, 2.0)] == ["0.804", "18.9", "0.031", "123", "2.00"]
+    assert [fmt.rate(v) for v in (938.2, 9388.0, 175_234.0, 1_234_567.0)] == ["938", "9.39k", "175k", "1.23M"]
+    assert fmt.mean_std([0.80, 0.82]) == "0.810 ± 0.014" and fmt.mean_std([]) == ""
