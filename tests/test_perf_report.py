@@ -188,3 +188,18 @@ def test_numbers_are_formatted_for_people():
     assert [fmt.metric(v) for v in (0.8043, 18.93, 0.0308, 123.4, 2.0)] == ["0.804", "18.9", "0.031", "123", "2.00"]
     assert [fmt.rate(v) for v in (938.2, 9388.0, 175_234.0, 1_234_567.0)] == ["938", "9.39k", "175k", "1.23M"]
     assert fmt.mean_std([0.80, 0.82]) == "0.810 ± 0.014" and fmt.mean_std([]) == ""
+
+
+def test_compare_pairs_two_benchmark_runs_and_judges_metrics_not_speed(tmp_path, capsys):
+    from suite.compare import main as compare_main
+
+    def rec(root, name, acc, tok_s):
+        ResultRecord(status="ok", task="sentiment", dataset="sst2", model="lstm", seed=0, metrics={"accuracy": acc, "val_accuracy": 0.5},
+                     speed={"train_tokens_per_s": tok_s, "infer_tokens_per_s": 2 * tok_s}).write(tmp_path / root / name)
+
+    rec("a", "x", 0.8, 100.0), rec("b", "x", 0.8, 150.0)
+    assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert "x: ok/ok, metrics same (accuracy 0.8); throughput B/A: train 1.50x, infer 1.50x" in capsys.readouterr().out
+    rec("a", "y", 0.8, 100.0), rec("b", "y", 0.7, 100.0)
+    assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 1
+    assert "y: ok/ok, metrics DIFFERENT" in capsys.readouterr().out

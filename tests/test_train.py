@@ -113,4 +113,16 @@ def test_time_budget_ends_the_schedule_with_the_budget(monkeypatch):
     task, model = tiny_task()
     result = trainer(max_epochs=100, scheduler=schedule, time_budget_s=1.0).fit(model, task, torch.device("cpu"), seed=0)
     assert result.stop_reason == "time_budget" and result.steps < 200  # 2 steps an epoch, 100 epochs planned
+    assert result.planned_steps == 200  # the record can say the cap cut the run short
     assert len(made) >= 2 and made[-1].get_last_lr()[0] < 1e-2 * 0.05  # re-planned (epoch ends may shorten it again), and decayed at the end
+
+
+def test_quick_recipes_plan_their_work_and_keep_the_budget_as_a_cap():
+    # Every quick recipe sets epochs or steps; the time budget is a cap well above the planned time,
+    # so a run gives the same figures on any machine of this kind (only a slow one hits the cap).
+    from tests.conftest import CONF, compose_config
+
+    for recipe in sorted((CONF / "recipe").glob("*_quick.yaml")):
+        cfg = compose_config(f"task={recipe.stem.removesuffix('_quick')}", "trainer=quick", tiny=False)
+        assert cfg.trainer.max_epochs and cfg.trainer.time_budget_s >= 600, recipe.name
+        assert cfg.trainer.precision == "auto"

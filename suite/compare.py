@@ -1,0 +1,64 @@
+"""Two runs of one benchmark side by side: do their figures reproduce?
+
+    python -m suite.compare runs/bench-quick /tmp/clone/runs/bench-quick
+
+Pairs the records of two benchmark directories by their path below each root, then prints, for
+every pair, whether the test metrics are identical (they should be: seeded, fixed steps) and the
+ratio of each throughput (B over A). Exits 1 when a metric differs or a pair's status differs;
+throughput is reported, never judged: speed varies with the machine, and a benchmark prints it.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from suite.results import RESULT_FILE, ResultRecord, read_result
+
+THROUGHPUT = ("train_tokens_per_s", "infer_tokens_per_s")
+
+
+def paired(a: Path, b: Path) -> list[tuple[str, ResultRecord, ResultRecord | None]]:
+    """(relative run directory, record under a, record under b or None) for every record under a."""
+    out = []
+    for path in sorted(a.rglob(RESULT_FILE)):
+        rel = path.parent.relative_to(a)
+        other = b / rel / RESULT_FILE
+        out.append((str(rel), read_result(path), read_result(other) if other.exists() else None))
+    return out
+
+
+def test_metrics(r: ResultRecord) -> dict[str, float]:
+    return {k: v for k, v in r.metrics.items() if not k.startswith("val_")}
+
+
+def compare(a: Path, b: Path) -> tuple[list[str], int]:
+    """Lines to print and the number of pairs whose metrics or status differ."""
+    lines, mismatches = [], 0
+    for rel, ra, rb in paired(a, b):
+        if rb is None:
+            lines.append(f"{rel}: missing in {b}")
+            mismatches += 1
+            continue
+        same_status = ra.status == rb.status
+        same_metrics = test_metrics(ra) == test_metrics(rb)
+        ratios = [f"{key.split('_')[0]} {rb.speed[key] / ra.speed[key]:.2f}x" for key in THROUGHPUT if ra.speed.get(key) and rb.speed.get(key)]
+        verdict = "same" if same_status and same_metrics else "DIFFERENT"
+        mismatches += verdict != "same"
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in sorted(test_metrics(ra).items()) if k != "loss")
+        lines.append(f"{rel}: {ra.status}/{rb.status}, metrics {verdict}" + (f" ({shown})" if shown else "") + (f"; throughput B/A: {', '.join(ratios)}" if ratios else ""))
+    return lines, mismatches
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("a", type=Path, help="a benchmark directory (e.g. runs/bench-quick)")
+    parser.add_argument("b", type=Path, help="the same benchmark run again")
+    args = parser.parse_args(argv)
+    lines, mismatches = compare(args.a, args.b)
+    print("\n".join(lines))
+    print(f"{len(lines) - mismatches} of {len(lines)} runs give identical test metrics and status")
+    return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
