@@ -60,10 +60,11 @@ def model_size(r: ResultRecord) -> str:
     return f"d{width}x{depth}" if width and depth else ""
 
 
-# What tells two runs of one model apart in a plot: width x depth, attention kernel, trainer profile.
+# What tells two runs of one model apart in a plot: width x depth, attention kernel, precision, trainer profile.
 VARIANTS: tuple[Callable[[ResultRecord], str], ...] = (
     model_size,
     lambda r: f"{r.attention} attention" if r.attention else "",
+    lambda r: r.precision or "fp32",  # records from before the setting ran fp32
     lambda r: f"({trainer_name(r)})",
 )
 

@@ -243,7 +243,7 @@ def summary_line(record: ResultRecord) -> str:
         return ", ".join(f"{k}={record.metrics[k]:.4g}" for k in shown if not k.endswith("loss"))
     s = record.speed
     if "train_step_ms" in s:
-        return (f"L={record.seq_len}: train {s['train_tokens_per_s']:.4g} tok/s, infer {s['infer_tokens_per_s']:.4g} tok/s, "
+        return (f"L={record.seq_len}{' ' + record.precision if record.precision else ''}: train {s['train_tokens_per_s']:.4g} tok/s, infer {s['infer_tokens_per_s']:.4g} tok/s, "
                 f"peak {s['peak_mem_train_bytes'] / 2**20:.4g} MiB train" + (f", MFU {s['mfu_train']:.2%}" if "mfu_train" in s else ""))
     if record.curves:
         return f"L={record.seq_len}: curves " + ", ".join(sorted(record.curves))
