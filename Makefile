@@ -54,6 +54,7 @@ test-slow: data ## Run the slower checks (marker 'slow')
 bench: data ## The quick benchmark (~15 min on 2 cores): every task, both sweeps at reduced size, the report in results/quick/
 	@mkdir -p $(BENCH_DIR) && date +%s > $(BENCH_DIR)/.started
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB)
+	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB) task=image trainer.max_steps=1000
 	$(PAR) $(RUN) -m task=translation trainer=quick hydra.sweep.dir=$(BENCH_DIR)/translation $(JOBLIB) \
 	  model=transformer,lstm trainer.max_steps=$(BENCH_TRANSLATION_STEPS) trainer.progress=false \
 	  'hydra.sweep.subdir=$${task.name}-$${task.direction}-$${model.name}-s$${seed}'
@@ -67,7 +68,7 @@ bench: data ## The quick benchmark (~15 min on 2 cores): every task, both sweeps
 	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range $(JOBLIB) \
 	  task=recall task.seq_len=16,32,64 model=transformer,lstm trainer.max_steps=600 trainer.progress=false
 	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range $(JOBLIB) \
-	  task=listops,news_topic task.seq_len=64,256 model=transformer,lstm trainer.max_steps=150 trainer.progress=false
+	  task=news_topic task.seq_len=64,256 model=transformer,lstm trainer.max_steps=150 trainer.progress=false
 	$(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_DIR)/gradient_flow
 	$(PYTHON) -m suite.report $(BENCH_DIR) --name quick --wandb
 	@echo "make bench: the runs and the report took $$(( $$(date +%s) - $$(cat $(BENCH_DIR)/.started) )) s (after set-up)"
