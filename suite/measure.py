@@ -41,13 +41,22 @@ def summarise(samples: list[float]) -> Timing:
     return Timing(med, q1, q3, samples)
 
 
-def time_calls(fns: dict[str, Callable[[], object]], device: torch.device, warmup: int = 3, repeats: int = 10) -> dict[str, Timing]:
-    """Time several callables, interleaved (A B A B ...) so drift in the machine hits all alike."""
+def time_calls(fns: dict[str, Callable[[], object]], device: torch.device, warmup: int = 3, repeats: int = 10, min_seconds: float = 0.0, max_repeats: int = 1000) -> dict[str, Timing]:
+    """Time several callables, interleaved (A B A B ...) so drift in the machine hits all alike.
+
+    At least ``repeats`` rounds, and more (up to ``max_repeats``) until the timed rounds span
+    ``min_seconds``: on a shared virtual machine the speed drifts by up to 1.7x over seconds
+    (a 1024 x 1024 matmul timed every 0.3 s here took 22 to 39 ms), so the median of a few
+    calls taken within a tenth of a second says more about that moment than about the model.
+    """
     for _ in range(warmup):
         for fn in fns.values():
             fn()
     samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
+    started = time.perf_counter()
+    rounds = 0
+    while rounds < repeats or (rounds < max_repeats and time.perf_counter() - started < min_seconds):
+        rounds += 1
         for name, fn in fns.items():
             sync(device)
             start = time.perf_counter()

@@ -34,7 +34,7 @@ def one_batch(task: Any, batch_size: int, seed: int) -> Batch:
     return next(iter(task.loaders(batch_size, seed, eval_batch_size=batch_size)["train"]))
 
 
-def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch.device, warmup: int, repeats: int, time_budget_s: float, precision: str = "fp32") -> dict[str, float]:
+def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch.device, warmup: int, repeats: int, time_budget_s: float, precision: str = "fp32", min_time_s: float = 0.0) -> dict[str, float]:
     """Training-step and inference time, latency per sequence, peak memory and FLOPs of one model on one batch.
 
     ``precision`` ('fp32' or 'bf16') is the autocast of the forward passes, as in training.
@@ -67,7 +67,7 @@ def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch
     predicted = first * (warmup + repeats) * 2.5  # training, inference and latency, generously
     if predicted > time_budget_s:
         raise PointTimeout(f"first training step took {first:.1f}s; the point would need ~{predicted:.0f}s > budget {time_budget_s:.0f}s")
-    times = time_calls({"train": train_step, "infer": infer(), "latency": infer(single)}, device, warmup=max(0, warmup - 1), repeats=repeats)
+    times = time_calls({"train": train_step, "infer": infer(), "latency": infer(single)}, device, warmup=max(0, warmup - 1), repeats=repeats, min_seconds=min_time_s)
     tokens = batch.n_tokens
     return {
         "train_tokens_per_s": tokens / times["train"].median,
@@ -86,16 +86,19 @@ def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch
         "flops_train_step": float(count_flops(train_step)),
         "flops_infer": float(count_flops(infer())),
         "batch_size": float(batch.n_items),
+        "timed_rounds": float(len(times["train"].samples)),
         "tokens": float(tokens),
     }
 
 
-def speed_job(cfg: DictConfig, device: torch.device, run_dir: Any, tracker: Any, batch_size: int = 8, warmup: int = 2, repeats: int = 5, time_budget_s: float = 300.0, max_len: int = 8192, measure_peak: bool = True, precision: str = "auto") -> dict[str, Any]:
+def speed_job(cfg: DictConfig, device: torch.device, run_dir: Any, tracker: Any, batch_size: int = 8, warmup: int = 2, repeats: int = 5, time_budget_s: float = 300.0, max_len: int = 8192, measure_peak: bool = True, precision: str = "auto", min_time_s: float = 5.0) -> dict[str, Any]:
     """Measure the configured model at ``task.seq_len``; returns the record's fields.
 
     Args:
         batch_size: sequences per timed batch.
-        warmup, repeats: untimed and timed calls per figure.
+        warmup, repeats: untimed and timed calls per figure (at least).
+        min_time_s: keep timing rounds until they span this many seconds, so the median covers
+            the machine's drift rather than one moment of it.
         time_budget_s: a point predicted to take longer is recorded as 'timeout'.
         max_len: longest length measured on this machine (longer points: 'skipped').
         measure_peak: also time a large matmul in the point's precision, the denominator of MFU.
@@ -110,7 +113,7 @@ def speed_job(cfg: DictConfig, device: torch.device, run_dir: Any, tracker: Any,
     task = instantiate(cfg.task)
     task.setup()
     model = task.build_model(cfg.model).to(device)
-    figures = measure_model(model, task, one_batch(task, batch_size, cfg.seed), device, warmup, repeats, time_budget_s, precision)
+    figures = measure_model(model, task, one_batch(task, batch_size, cfg.seed), device, warmup, repeats, time_budget_s, precision, min_time_s)
     if measure_peak:
         figures["machine_peak_flops"] = matmul_peak_flops(device, dtype=torch.bfloat16 if precision == "bf16" else torch.float32)
         figures["mfu_train"] = figures["flops_train_step"] / (figures["train_step_ms"] / 1e3) / figures["machine_peak_flops"]

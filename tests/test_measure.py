@@ -10,7 +10,7 @@ from tests.conftest import compose_config, shrink
 
 
 def speed_cfg(model: str, seq_len: int, *extra: str):
-    cfg = compose_config("experiment=speed_vs_length", f"model={model}", f"task.seq_len={seq_len}", "job.repeats=2", "job.warmup=1", "job.measure_peak=false", *extra)
+    cfg = compose_config("experiment=speed_vs_length", f"model={model}", f"task.seq_len={seq_len}", "job.min_time_s=0", "job.repeats=2", "job.warmup=1", "job.measure_peak=false", *extra)
     return shrink(cfg)
 
 

@@ -106,7 +106,7 @@ def test_report_builds_its_files_from_a_multirun_made_here(tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     tiny = ["task=long_range", "task.n_train=32", "task.n_val=16", "task.n_test=16", "trainer=smoke", "logger=none", "model.d_model=32"]
-    for args in (["model=transformer,lstm", "task.seq_len=16,32"], ["job=speed", "model=transformer", "task.seq_len=16", "job.repeats=1", "job.warmup=1", "job.measure_peak=false", "job.precision=fp32"]):
+    for args in (["model=transformer,lstm", "task.seq_len=16,32"], ["job=speed", "model=transformer", "task.seq_len=16", "job.min_time_s=0", "job.repeats=1", "job.warmup=1", "job.measure_peak=false", "job.precision=fp32"]):
         sweep_dir = tmp_path / "runs" / args[0].split("=")[0]
         out = subprocess.run([sys.executable, "-m", "suite.run", "-m", f"hydra.sweep.dir={sweep_dir}", *tiny, *args],
                              cwd=root, env={**os.environ, "HYDRA_FULL_ERROR": "1"}, capture_output=True, text=True, timeout=600)
@@ -203,3 +203,14 @@ def test_compare_pairs_two_benchmark_runs_and_judges_metrics_not_speed(tmp_path,
     rec("a", "y", 0.8, 100.0), rec("b", "y", 0.7, 100.0)
     assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 1
     assert "y: ok/ok, metrics DIFFERENT" in capsys.readouterr().out
+
+
+def test_time_calls_keeps_timing_until_the_rounds_span_the_minimum():
+    import time as clock
+
+    import torch
+
+    out = time_calls({"a": lambda: clock.sleep(0.002)}, device=torch.device("cpu"), warmup=0, repeats=2, min_seconds=0.1)
+    assert len(out["a"].samples) >= 20  # 2 ms calls: about 50 rounds to span 0.1 s, never just the 2 asked for
+    capped = time_calls({"a": lambda: clock.sleep(0.002)}, device=torch.device("cpu"), warmup=0, repeats=2, min_seconds=10.0, max_repeats=5)
+    assert len(capped["a"].samples) == 5

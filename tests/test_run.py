@@ -124,7 +124,7 @@ EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 
 JOB_LIMITS = {  # measurement jobs, cut to one call
     "train_job": ["trainer.max_steps=1", "trainer.limit_train_batches=1", "trainer.limit_eval_batches=1", "trainer.eval_batch_size=16", "trainer.progress=false"],
-    "speed_job": ["job.repeats=1", "job.warmup=1", "job.measure_peak=false", "task.seq_len=32"],
+    "speed_job": ["job.min_time_s=0", "job.repeats=1", "job.warmup=1", "job.measure_peak=false", "task.seq_len=32"],
     "gradient_flow_job": ["job.n_models=1", "job.batch_size=4", "task.seq_len=32"],
 }
 
