@@ -116,12 +116,16 @@ def count_flops(fn: Callable[[], object]) -> int:
     return int(counter.get_total_flops())
 
 
-def matmul_peak_flops(device: torch.device, size: int | None = None, dtype: torch.dtype = torch.float32, repeats: int = 5) -> float:
-    """The machine's attainable FLOP/s: median of timed large square matmuls, the MFU denominator."""
+def matmul_peak_flops(device: torch.device, size: int | None = None, dtype: torch.dtype = torch.float32, repeats: int = 5, min_seconds: float = 2.0) -> float:
+    """The machine's attainable FLOP/s: median of timed large square matmuls, the MFU denominator.
+
+    Timed for ``min_seconds`` at least: five calls within a quarter of a second caught this VM's
+    drift (a point's peak read 76 GFLOP/s where its neighbours read 87-95).
+    """
     size = size or (8192 if device.type == "cuda" else 2048)
     a = torch.randn(size, size, device=device, dtype=dtype)
     b = torch.randn(size, size, device=device, dtype=dtype)
-    t = time_calls({"mm": lambda: a @ b}, device, warmup=2, repeats=repeats)["mm"]
+    t = time_calls({"mm": lambda: a @ b}, device, warmup=2, repeats=repeats, min_seconds=min_seconds)["mm"]
     return 2 * size**3 / t.median
 
 
