@@ -99,7 +99,7 @@ def draw_lines(ax, series: dict[str, dict[int, list[float]]], logy: bool) -> Non
         ax.set_yscale("log")
     ax.set_xlabel("sequence length")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=7, framealpha=0.7)  # many series: a small, see-through box hides less of the data
 
 
 def missing_note(fig, records: list[ResultRecord]) -> None:
