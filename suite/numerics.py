@@ -19,6 +19,7 @@ every record says what they were:
 from __future__ import annotations
 
 from contextlib import nullcontext
+from functools import cache
 from typing import Any, ContextManager
 
 import torch
@@ -47,6 +48,7 @@ def set_flush_denormals(on: bool) -> bool:
     return denormals_flushed()
 
 
+@cache  # the hardware does not change; the trainer asks at every step through resolve_precision
 def cpu_bf16_kind() -> str | None:
     """The CPU's fast bf16 unit ('amx' or 'avx512_bf16'), or None when it has none."""
     if getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)():
@@ -81,10 +83,12 @@ def autocast(precision: str, device: torch.device) -> ContextManager[Any]:
     return nullcontext()
 
 
-def describe(device: torch.device) -> dict[str, Any]:
-    """What a record says about the floating-point environment of the process."""
+def describe(device: torch.device, flushed: bool | None = None) -> dict[str, Any]:
+    """What a record says about the floating-point environment of the process (``flushed``: a probe already taken)."""
+    if flushed is None and device.type == "cpu":
+        flushed = denormals_flushed()
     return {
-        "flush_denormals": denormals_flushed() if device.type == "cpu" else None,
+        "flush_denormals": flushed if device.type == "cpu" else None,
         "fast_bf16": fast_bf16(device),
         "cpu_bf16_unit": cpu_bf16_kind(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
