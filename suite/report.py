@@ -250,15 +250,6 @@ def html_table(rows: list[dict[str, str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def results_markdown(headline: list[dict[str, str]], details: dict[str, list[dict[str, str]]]) -> str:
-    """The headline table, then one detail table per task, with the note on cut runs where one is."""
-    parts = ["## Results at a glance\n\nEach model's primary test metric (mean ± std over seeds; the best in bold), "
-             "and the attention model's training throughput over the recurrent one's.\n\n" + markdown(headline)]
-    parts += [f"## {task}\n\n" + markdown(rows) for task, rows in details.items()]
-    text = "\n".join(parts)
-    return text + (f"\n{CUT_NOTE}\n" if CUT in text else "")
-
-
 INTRO = {
     "results at a glance": "Each model's primary test metric (mean ± std over seeds; the best in bold), and the attention model's training "
                            "throughput over the recurrent one's in the same runs.",
@@ -266,6 +257,14 @@ INTRO = {
              "peak memory per call, FLOPs from torch's counter, MFU against the matmul peak of the point's precision.",
     "gradient flow": "The norm of the loss gradient at distance d from the output, relative to distance 0, at initialisation.",
 }
+
+
+def results_markdown(headline: list[dict[str, str]], details: dict[str, list[dict[str, str]]]) -> str:
+    """The headline table, then one detail table per task, with the note on cut runs where one is."""
+    parts = [f"## Results at a glance\n\n{INTRO['results at a glance']}\n\n" + markdown(headline)]
+    parts += [f"## {task}\n\n" + markdown(rows) for task, rows in details.items()]
+    text = "\n".join(parts)
+    return text + (f"\n{CUT_NOTE}\n" if CUT in text else "")
 
 
 def index_html(name: str, sections: dict[str, list[dict[str, str]]], figures: list[Path], machine: str) -> str:
