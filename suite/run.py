@@ -30,7 +30,7 @@ from suite.datadir import DataError
 from suite.models.model import count_parameters
 from suite.results import RESULT_FILE, ResultRecord, device_description, git_commit, library_versions, read_result
 from suite.tracking import NullTracker, Tracker
-from suite.train import Diverged
+from suite.failures import RunFailure
 from suite.types import WritesArtifacts
 
 log = logging.getLogger("suite.run")
@@ -159,14 +159,8 @@ def evaluate_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: 
 
 def failure_status(err: BaseException) -> str:
     """The record status an exception stands for."""
-    from suite.speed import PointSkipped, PointTimeout
-
-    if isinstance(err, Diverged):
-        return "diverged"
-    if isinstance(err, PointTimeout):
-        return "timeout"
-    if isinstance(err, PointSkipped):
-        return "skipped"
+    if isinstance(err, RunFailure):
+        return err.status
     return "oom" if is_oom(err) else "failed"
 
 

@@ -15,18 +15,11 @@ import torch
 from omegaconf import DictConfig
 
 from suite import numerics
+from suite.failures import PointSkipped, PointTimeout
 from suite.measure import count_flops, matmul_peak_flops, peak_memory, time_calls
 from suite.models.model import count_parameters
 from suite.train import sync
 from suite.types import Batch
-
-
-class PointTimeout(RuntimeError):
-    """The point would not finish inside its time budget."""
-
-
-class PointSkipped(RuntimeError):
-    """The point is beyond the configured length cap."""
 
 
 def one_batch(task: Any, batch_size: int, seed: int) -> Batch:

@@ -21,14 +21,11 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from suite import numerics
+from suite.failures import Diverged
 from suite.tracking import NullTracker, Tracker
 from suite.types import Batch, Task
 
 log = logging.getLogger("suite.train")
-
-
-class Diverged(RuntimeError):
-    """The training loss became NaN or infinite."""
 
 
 @dataclass

@@ -6,7 +6,8 @@ import torch
 from torch import nn
 
 from suite.schedules import inverse_sqrt, warmup_cosine
-from suite.train import BudgetPlan, Diverged, Trainer
+from suite.failures import Diverged
+from suite.train import BudgetPlan, Trainer
 from tasks.long_range import build
 
 

@@ -1,0 +1,36 @@
+"""Failures that carry the status their run is recorded with.
+
+A job raises one of these (or any other exception, recorded as 'failed'); the runner reads
+``status`` from it instead of knowing every job's exception types.
+"""
+from __future__ import annotations
+
+
+class RunFailure(RuntimeError):
+    """A run that ended without a result; ``status`` is what its record says."""
+
+    status = "failed"
+
+
+class Diverged(RunFailure):
+    """The training loss became NaN or infinite."""
+
+    status = "diverged"
+
+
+class PointTimeout(RunFailure):
+    """A measurement would not finish inside its time budget."""
+
+    status = "timeout"
+
+
+class PointSkipped(RunFailure):
+    """A measurement beyond the configured cap (e.g. a length this machine cannot hold)."""
+
+    status = "skipped"
+
+
+class Interrupted(RunFailure):
+    """The run was asked to stop (SIGTERM, SIGUSR1: a scheduler's warning) and saved its state to resume."""
+
+    status = "interrupted"
