@@ -5,6 +5,8 @@ A job raises one of these (or any other exception, recorded as 'failed'); the ru
 """
 from __future__ import annotations
 
+from typing import Callable
+
 
 class RunFailure(RuntimeError):
     """A run that ended without a result; ``status`` is what its record says."""
@@ -31,6 +33,14 @@ class PointSkipped(RunFailure):
 
 
 class Interrupted(RunFailure):
-    """The run was asked to stop (SIGTERM, SIGUSR1: a scheduler's warning) and saved its state to resume."""
+    """The run was asked to stop (SIGTERM, SIGUSR1: a scheduler's warning) and saved its state to resume.
+
+    ``forward()``, called once the record is written, passes the signal on to the handler that
+    was installed before the run's (e.g. submitit's requeue).
+    """
 
     status = "interrupted"
+
+    def __init__(self, message: str, forward: Callable[[], None] | None = None) -> None:
+        super().__init__(message)
+        self.forward = forward or (lambda: None)

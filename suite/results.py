@@ -10,9 +10,10 @@ from typing import Any
 
 import torch
 
+from suite.checkpoint import atomic_write_text
 from suite.datadir import PROJECT_ROOT
 
-STATUSES = ("ok", "failed", "diverged", "oom", "timeout", "skipped")
+STATUSES = ("ok", "failed", "diverged", "oom", "timeout", "skipped", "interrupted")
 RESULT_FILE = "result.json"
 
 
@@ -41,6 +42,9 @@ class ResultRecord:
     stop_reason: str | None = None
     planned_steps: int | None = None  # the steps planned; more than ``steps`` when the time cap cut the run short
     precision: str | None = None  # 'fp32' or 'bf16' (autocast), as resolved on the device
+    resumed_at: int | None = None  # the step a resumed training continued from (None: it ran in one go)
+    world_size: int = 1  # training processes (torchrun); throughput is summed over them
+    backend: str | None = None  # torch.distributed backend (gloo, nccl) when world_size > 1
     wall_seconds: float | None = None
     error: str | None = None
     curves: dict[str, list[float]] = field(default_factory=dict)
@@ -62,10 +66,7 @@ class ResultRecord:
         return self.stop_reason == "time_budget" and (self.planned_steps is None or (self.steps or 0) < self.planned_steps)
 
     def write(self, run_dir: Path) -> Path:
-        Path(run_dir).mkdir(parents=True, exist_ok=True)
-        path = Path(run_dir) / RESULT_FILE
-        path.write_text(json.dumps(asdict(self), indent=2, sort_keys=False, default=str) + "\n")
-        return path
+        return atomic_write_text(Path(run_dir) / RESULT_FILE, json.dumps(asdict(self), indent=2, sort_keys=False, default=str) + "\n")
 
 
 def read_result(path: Path) -> ResultRecord:

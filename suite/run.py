@@ -30,7 +30,8 @@ from suite.datadir import DataError
 from suite.models.model import count_parameters
 from suite.results import RESULT_FILE, ResultRecord, device_description, git_commit, library_versions, read_result
 from suite.tracking import NullTracker, Tracker
-from suite.failures import RunFailure
+from suite.failures import Interrupted, RunFailure
+from suite.train import resume_identity
 from suite.types import WritesArtifacts
 
 log = logging.getLogger("suite.run")
@@ -86,19 +87,22 @@ def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tra
     params = count_parameters(model)
     log.info("%s/%s on %s: %d parameters, splits %s", task.name, model_label(cfg.model), device, params, task.split_sizes())
     trainer = instantiate(cfg.trainer)
-    fit = trainer.fit(model, task, device, cfg.seed, checkpoint_dir=run_dir / "checkpoints", tracker=tracker)
-    artifacts = task.write_artifacts(model, run_dir, device) if isinstance(task, WritesArtifacts) else []
-    tracker.summary({f"test/{k}": v for k, v in fit.test.items()} | {f"speed/{k}": v for k, v in fit.speed.items()} | {"params": params})
+    fit = trainer.fit(model, task, device, cfg.seed, checkpoint_dir=run_dir / "checkpoints", tracker=tracker, identity=resume_identity(cfg))
+    test, infer = trainer.score(fit.model, task, device, cfg.seed, "test")
+    speed = fit.speed | infer
+    artifacts = task.write_artifacts(fit.model, run_dir, device) if isinstance(task, WritesArtifacts) else []
+    tracker.summary({f"test/{k}": v for k, v in test.items()} | {f"speed/{k}": v for k, v in speed.items()} | {"params": params})
     return dict(
         **ok_fields(task, params),
-        metrics={**fit.test, **{f"val_{k}": v for k, v in fit.val.items()}},
-        speed=fit.speed,
+        metrics={**test, **{f"val_{k}": v for k, v in fit.val.items()}},
+        speed=speed,
         train_seconds=fit.train_seconds,
         steps=fit.steps,
         epochs=fit.epochs,
         stop_reason=fit.stop_reason,
         planned_steps=fit.planned_steps,
         precision=fit.precision,
+        resumed_at=fit.resumed_at,
         artifacts=[str(Path(p).relative_to(run_dir)) for p in artifacts],
     )
 
@@ -212,12 +216,13 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
         config=config,
     )
     tracker: Tracker = NullTracker()
+    err_seen: BaseException | None = None
     try:
         tracker = make_tracker(cfg, run_dir, multirun)
         job = instantiate(cfg.job)
         record = ResultRecord(**(base | job(cfg=cfg, device=device, run_dir=run_dir, tracker=tracker)))
     except Exception as err:  # noqa: BLE001 - every failure becomes a record; the sweep goes on
-        status = failure_status(err)
+        err_seen, status = err, failure_status(err)
         if status == "failed" and not isinstance(err, DataError):
             log.error("run failed:\n%s", traceback.format_exc())
         # The configured length, so a failed point still has its place on a length axis.
@@ -225,6 +230,8 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
     record.wall_seconds = time.perf_counter() - started
     tracker.finish(exit_code=0 if record.status in ("ok", "skipped") else 1)
     record.write(run_dir)
+    if isinstance(err_seen, Interrupted):
+        err_seen.forward()  # e.g. submitit requeues the job, which then resumes from last.pt
     return record
 
 

@@ -1,47 +1,37 @@
 """The one fit / evaluate loop that every task and model goes through.
 
 AdamW (or any injected optimizer), a per-step schedule, gradient clipping, optional bf16
-autocast, validation every epoch with the best checkpoint kept, early stopping, and the
-test split evaluated once with the best weights. A model without trainable parameters (an
+autocast and validation every epoch. Everything else hooks in as a callback
+(``suite/callbacks.py``): the best checkpoint, early stopping, the time budget, logging and
+progress. The loop itself owns what a resumed run needs to continue exactly: ``last.pt``
+(model, optimizer, schedule, counters, callback states, every random state and the position
+in the epoch's data order) at each epoch end, every ``checkpoint_every_s`` seconds and on a
+stop signal; and, under torchrun, the data shards and the ranks' agreement. The job scores
+the test split with the fitted model afterwards. A model without trainable parameters (an
 extractive baseline) is only evaluated.
 """
 from __future__ import annotations
 
-import copy
 import logging
 import math
 import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
-from torch import nn
-from tqdm.auto import tqdm
+from torch import Tensor, nn
 
-from suite import numerics
-from suite.failures import Diverged
+from suite import distributed, numerics
+from suite.callbacks import BestCheckpoint, Callback, EarlyStopping, Progress, TimeBudget, TrackerLog
+from suite.checkpoint import atomic_save, loader_generators, rng_state, set_rng_state
+from suite.failures import Diverged, Interrupted
+from suite.preemption import StopSignals
 from suite.tracking import NullTracker, Tracker
 from suite.types import Batch, Task
 
 log = logging.getLogger("suite.train")
-
-
-@dataclass
-class FitResult:
-    """What a fit produced, for the result record."""
-
-    val: dict[str, float]
-    test: dict[str, float]
-    steps: int
-    epochs: int
-    best_epoch: int
-    stop_reason: str
-    train_seconds: float
-    speed: dict[str, float] = field(default_factory=dict)
-    precision: str = "fp32"
-    planned_steps: int | None = None  # the steps the schedule was planned for, before any budget cut
 
 
 def sync(device: torch.device) -> None:
@@ -104,6 +94,74 @@ class BudgetPlan:
         return self.fits is not None and step >= self.fits
 
 
+RESUME_MAY_CHANGE = ("progress", "log_every", "checkpoint_every_s", "resume", "time_budget_s", "eval_batch_size")
+"""Trainer settings a resumed run may change (they do not change what is computed); any other difference refuses the checkpoint."""
+
+
+@dataclass
+class FitState:
+    """What the loop and its callbacks share while training: the objects, the counters, the last figures."""
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    task: Task
+    device: torch.device
+    world: distributed.World
+    total: int  # the steps the schedule now plans for
+    planned: int  # the steps planned before any budget cut
+    primary: str  # the validation metric that selects the best epoch
+    epoch: int = 0
+    step: int = 0
+    batch: int = 0  # batches done in this epoch
+    train_seconds: float = 0.0  # training time of finished epochs (validation excluded)
+    tokens: int = 0
+    items: int = 0
+    loss: Tensor | None = None
+    val: dict[str, float] = field(default_factory=dict)
+    improved: bool = False
+    stop_reason: str | None = None
+    requested_total: int | None = None
+    clock: float | None = None  # perf_counter at the start of the running epoch
+    loader: Any = None  # the training loader (this rank's shard)
+    epoch_generators: list[Tensor] = field(default_factory=list)  # the data order's generator states at the epoch's start
+    _loss_cache: tuple[int, float] | None = None
+
+    def elapsed(self) -> float:
+        """Training seconds so far, including the running epoch."""
+        return self.train_seconds + (time.perf_counter() - self.clock if self.clock is not None else 0.0)
+
+    def request_total(self, steps: int) -> None:
+        """Ask for a schedule over ``steps`` steps in all (the loop re-plans, ranks agreeing on the shortest)."""
+        self.requested_total = steps if self.requested_total is None else min(self.requested_total, steps)
+
+    def loss_value(self) -> float:
+        """This step's training loss (averaged over ranks); the same call on every rank."""
+        if self._loss_cache is None or self._loss_cache[0] != self.step:
+            value = self.loss.item() if self.loss is not None else math.nan
+            value = distributed.reduce([value], "sum", self.world, self.device)[0] / self.world.size
+            self._loss_cache = (self.step, value)
+        return self._loss_cache[1]
+
+
+@dataclass
+class FitResult:
+    """What a fit produced: the fitted model (best weights restored) and the figures for the record."""
+
+    model: nn.Module = field(repr=False)
+    val: dict[str, float]
+    steps: int
+    epochs: int
+    best_epoch: int
+    stop_reason: str
+    train_seconds: float
+    speed: dict[str, float] = field(default_factory=dict)  # training throughput (summed over ranks)
+    precision: str = "fp32"
+    planned_steps: int | None = None  # the steps the schedule was planned for, before any budget cut
+    resumed_at: int | None = None  # the step a resumed run continued from
+    world_size: int = 1
+
+
 class Trainer:
     """Fits a model on a task.
 
@@ -113,18 +171,19 @@ class Trainer:
         scheduler: factory ``(optimizer, total_steps) -> LRScheduler``.
         max_epochs: passes over the training split.
         max_steps: stop after this many optimizer steps (None: no cap).
-        batch_size, eval_batch_size: examples per batch.
+        batch_size, eval_batch_size: examples per batch (per process under torchrun).
         grad_clip: max gradient norm (0: off).
         precision: 'auto' (bf16 autocast where the device has fast bf16, else fp32), 'fp32' or 'bf16'.
         patience: epochs without validation improvement before stopping (0: never stop early).
         time_budget_s: a cap on the seconds of training (None: no cap). The work is set by
             ``max_steps``/``max_epochs``, so a command gives the same figures on any machine; only
             when the first timed steps predict the cap will be hit is the schedule re-planned to
-            end with it (a cosine cut off by the clock would stop at a high learning rate), and
-            the result says so (``stop_reason='time_budget'``, fewer steps than planned).
+            end with it, and the result says so (``stop_reason='time_budget'``, fewer steps than planned).
         limit_train_batches, limit_eval_batches: cap batches per epoch / per evaluation (smoke tests).
         log_every: steps between loss logs to the tracker.
-        progress: show a progress bar.
+        progress: show a progress bar (on a terminal only; logs get a line per epoch).
+        checkpoint_every_s: seconds between mid-epoch ``last.pt`` writes (also written at each epoch end; None: epoch ends only).
+        resume: 'auto' (continue from ``<checkpoint dir>/last.pt`` when it exists), 'never', or a path to a ``last.pt``.
     """
 
     def __init__(
@@ -144,6 +203,8 @@ class Trainer:
         limit_eval_batches: int | None = None,
         log_every: int = 50,
         progress: bool = True,
+        checkpoint_every_s: float | None = 600.0,
+        resume: str = "auto",
     ) -> None:
         if precision not in numerics.PRECISIONS:
             raise ValueError(f"trainer.precision must be one of {numerics.PRECISIONS}, got {precision!r}")
@@ -155,6 +216,7 @@ class Trainer:
         self.time_budget_s = time_budget_s
         self.limit_train_batches, self.limit_eval_batches = limit_train_batches, limit_eval_batches
         self.log_every, self.progress = log_every, progress
+        self.checkpoint_every_s, self.resume = checkpoint_every_s, str(resume)
 
     def replan(self, optimizer: torch.optim.Optimizer, total: int, done: int) -> Any:
         """A fresh schedule over ``total`` steps, advanced to step ``done``."""
@@ -182,97 +244,254 @@ class Trainer:
             seconds = time.perf_counter() - start
         return metrics, counted.rates(seconds)
 
-    def fit(self, model: nn.Module, task: Task, device: torch.device, seed: int, checkpoint_dir: Path | None = None, tracker: Tracker | None = None) -> FitResult:
-        """Train with validation each epoch; restore the best weights; evaluate test once."""
+    def score(self, model: nn.Module, task: Task, device: torch.device, seed: int, split: str = "test") -> tuple[dict[str, float], dict[str, float]]:
+        """Metrics and inference throughput of ``model`` on a whole split (the job scores test with the fitted model)."""
+        loaders = task.loaders(self.batch_size, seed, eval_batch_size=self.eval_batch_size)
+        return self.evaluate(model, task, loaders[split], device)
+
+    def callbacks(self, task: Task, checkpoint_dir: Path | None, tracker: Tracker) -> list[Callback]:
+        """The standard ones, in the order they run: budget, best weights, early stopping, logging, progress."""
+        out: list[Callback] = [TimeBudget(self.time_budget_s)] if self.time_budget_s is not None else []
+        out += [BestCheckpoint(checkpoint_dir)] + ([EarlyStopping(self.patience)] if self.patience else [])
+        return out + [TrackerLog(tracker, self.log_every), Progress(f"{task.name}/{self.name}", self.progress, self.log_every)]
+
+    def resume_from(self, checkpoint_dir: Path | None) -> Path | None:
+        """The ``last.pt`` to continue from, per ``resume``; None to start afresh."""
+        if self.resume == "never":
+            return None
+        if self.resume == "auto":
+            path = checkpoint_dir / LAST if checkpoint_dir is not None else None
+            return path if path is not None and path.is_file() else None
+        path = Path(self.resume)
+        if not path.is_file():
+            raise FileNotFoundError(f"trainer.resume={self.resume}: no such checkpoint (a run writes <run dir>/checkpoints/{LAST}; "
+                                    "trainer.resume=auto continues from the run directory's own)")
+        return path
+
+    def fit(self, model: nn.Module, task: Task, device: torch.device, seed: int, checkpoint_dir: Path | None = None, tracker: Tracker | None = None,
+            callbacks: Sequence[Callback] = (), identity: dict[str, Any] | None = None, world: distributed.World = distributed.SINGLE) -> FitResult:
+        """Train with validation each epoch; return the model with its best validation weights.
+
+        Args:
+            checkpoint_dir: where ``best.pt`` and ``last.pt`` go (None: nothing written, no resume).
+            callbacks: run after the standard ones (``callbacks()``), e.g. a pruning schedule.
+            identity: what a checkpoint must have been written with to be resumed (the job passes
+                task, model, seed and trainer settings); a difference is refused, naming it.
+            world: this process's rank and the number of processes (torchrun); rank 0 writes files.
+        """
         tracker = tracker or NullTracker()
         loaders = task.loaders(self.batch_size, seed, eval_batch_size=self.eval_batch_size)
         if not any(p.requires_grad for p in model.parameters()):
             return self.evaluate_only(model, task, loaders, device)
-        steps_per_epoch = len(loaders["train"]) if self.limit_train_batches is None else min(len(loaders["train"]), self.limit_train_batches)
+        train = distributed.shard(loaders["train"], world, seed)
+        steps_per_epoch = len(train) if self.limit_train_batches is None else min(len(train), self.limit_train_batches)
         total = steps_per_epoch * self.max_epochs if self.max_steps is None else min(self.max_steps, steps_per_epoch * self.max_epochs)
-        planned = total
         optimizer = self.make_optimizer(params=[p for p in model.parameters() if p.requires_grad])
         scheduler = self.make_scheduler(optimizer, total_steps=max(1, total))
-        budget_plan = BudgetPlan(self.time_budget_s, total) if self.time_budget_s is not None else None
-
-        best_score, best_state, best_val, best_epoch = -math.inf, None, {}, 0
-        step, epoch, bad_epochs, stop_reason = 0, 0, 0, "max_epochs"
-        train_seconds, tokens, items = 0.0, 0, 0
-        bar = tqdm(total=total, desc=f"{task.name}/{self.name}", disable=not self.progress, dynamic_ncols=True, leave=False)
-        for epoch in range(1, self.max_epochs + 1):
-            model.train()
-            sync(device)
-            start = time.perf_counter()
-            for batch in limited(loaders["train"], self.limit_train_batches):
-                batch = batch.to(device)
-                with self.autocast(device):
-                    loss = task.loss(model, batch)
-                if not torch.isfinite(loss):
-                    raise Diverged(f"loss became {loss.item()} at step {step}")
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if self.grad_clip:
-                    nn.utils.clip_grad_norm_(model.parameters(), self.grad_clip)
-                optimizer.step()
-                scheduler.step()
-                step, tokens, items = step + 1, tokens + batch.n_tokens, items + batch.n_items
-                if budget_plan is not None and (fits := budget_plan.observe(step, train_seconds + time.perf_counter() - start)) is not None:
-                    total, scheduler = fits, self.replan(optimizer, fits, step)
-                    bar.total = total
-                if step % self.log_every == 0 or step == 1:
-                    loss_value = loss.item()
-                    tracker.log({"train/loss": loss_value, "train/lr": scheduler.get_last_lr()[0]}, step)
-                    bar.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{tokens / max(1e-9, train_seconds + time.perf_counter() - start):.0f}")
-                bar.update(1)
-                if self.max_steps is not None and step >= self.max_steps:
-                    stop_reason = "max_steps"
+        state = FitState(model, optimizer, scheduler, task, device, world, total=total, planned=total, primary=task.primary_metric, loader=train)
+        hooks = self.callbacks(task, checkpoint_dir, tracker) + list(callbacks)
+        identity = (identity or {}) | {"world_size": world.size}
+        position: dict[str, Any] | None = None
+        if (path := self.resume_from(checkpoint_dir)) is not None:
+            position = self.restore(path, state, hooks, identity)
+            log.info("resumed from %s at epoch %d, step %d", path, position["epoch"], state.step)
+        resumed_at = state.step if position is not None else None
+        # The wrapper averages gradients over ranks; evaluation and checkpoints use the plain model.
+        stepped = model if not world.distributed else nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
+        for hook in hooks:
+            hook.on_fit_start(state)
+        last_save = time.perf_counter()
+        with StopSignals() as signals:
+            for epoch in range(position["epoch"] if position else 1, self.max_epochs + 1):
+                if state.stop_reason is not None:  # resumed from the end of the epoch that stopped it
                     break
-                if self.time_budget_s is not None and (train_seconds + time.perf_counter() - start > self.time_budget_s or budget_plan.ends(step)):
-                    stop_reason = "time_budget"
+                state.epoch = epoch
+                model.train()
+                distributed.set_epoch(train, epoch)
+                batches = self.epoch_batches(train, state, position)
+                sync(device)
+                state.clock = time.perf_counter()
+                for batch in batches:
+                    self.train_step(stepped, state, batch.to(device))
+                    if self.max_steps is not None and state.step >= self.max_steps:
+                        state.stop_reason = "max_steps"
+                    for hook in hooks:
+                        hook.on_step_end(state)
+                    interrupted = self.agree(state, signals.received is not None)
+                    if interrupted:
+                        self.save(checkpoint_dir, state, hooks, identity, at_epoch_end=False)
+                        raise Interrupted(f"stopped by signal {signals.received} at epoch {epoch}, step {state.step}; "
+                                          f"{LAST} saved: re-run the same command (same run directory) to resume", forward=signals.forward)
+                    if self.checkpoint_every_s is not None and time.perf_counter() - last_save > self.checkpoint_every_s:
+                        self.save(checkpoint_dir, state, hooks, identity, at_epoch_end=False)
+                        last_save = time.perf_counter()
+                    if state.stop_reason is not None:
+                        break
+                position = None
+                sync(device)
+                state.train_seconds += time.perf_counter() - state.clock
+                state.clock = None
+                for hook in hooks:
+                    hook.on_epoch_end(state)
+                self.agree(state, False)
+                state.val = self.validate(model, task, loaders["val"], device, world)
+                for hook in hooks:
+                    hook.on_validation_end(state)
+                self.agree(state, False)
+                self.save(checkpoint_dir, state, hooks, identity, at_epoch_end=True)
+                last_save = time.perf_counter()
+                if state.stop_reason is not None:
                     break
-            sync(device)
-            train_seconds += time.perf_counter() - start
-            if budget_plan is not None and stop_reason == "max_epochs" and (fits := budget_plan.revise(step, train_seconds)) is not None:
-                total, scheduler = fits, self.replan(optimizer, fits, step)
-                bar.total = total
+        for hook in hooks:
+            hook.on_fit_end(state)
+        if checkpoint_dir is not None and world.main:  # a finished run needs no resume state; best.pt stays
+            (checkpoint_dir / LAST).unlink(missing_ok=True)
+        best = next((h for h in hooks if isinstance(h, BestCheckpoint)), None)
+        tokens, items = distributed.reduce([state.tokens, state.items], "sum", world, device)
+        seconds = max(distributed.reduce([state.train_seconds], "max", world, device)[0], 1e-9)
+        return FitResult(model=model, val=best.val if best else state.val, steps=state.step, epochs=state.epoch, best_epoch=best.epoch if best else state.epoch,
+                         stop_reason=state.stop_reason or "max_epochs", train_seconds=state.train_seconds,
+                         speed={"train_tokens_per_s": tokens / seconds, "train_items_per_s": items / seconds},
+                         precision=numerics.resolve_precision(self.precision, device), planned_steps=state.planned, resumed_at=resumed_at, world_size=world.size)
 
-            val, _ = self.evaluate(model, task, loaders["val"], device)
-            tracker.log({f"val/{k}": v for k, v in val.items()} | {"epoch": epoch}, step)
-            bar.set_postfix(loss=f"{loss.item():.3f}", **{f"val_{task.primary_metric}": f"{val[task.primary_metric]:.3f}"})
-            score = val[task.primary_metric]
-            log.info("epoch %d, step %d, %.0fs: val %s", epoch, step, train_seconds, ", ".join(f"{k}={v:.4f}" for k, v in val.items()))
-            if score > best_score:
-                best_score, best_val, best_epoch, bad_epochs = score, val, epoch, 0
-                best_state = copy.deepcopy(model.state_dict())
-                if checkpoint_dir is not None:
-                    checkpoint_dir.mkdir(parents=True, exist_ok=True)
-                    torch.save(best_state, checkpoint_dir / "best.pt")
-            else:
-                bad_epochs += 1
-            if stop_reason in ("max_steps", "time_budget"):
-                break
-            if self.patience and bad_epochs >= self.patience:
-                stop_reason = "early_stopping"
-                break
-        bar.close()
+    def train_step(self, model: nn.Module, state: FitState, batch: Batch) -> None:
+        """One optimizer and schedule step on ``batch``; counts it."""
+        with self.autocast(state.device):
+            loss = state.task.loss(model, batch)
+        if not torch.isfinite(loss):
+            raise Diverged(f"loss became {loss.item()} at step {state.step}")
+        state.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.grad_clip:
+            nn.utils.clip_grad_norm_(model.parameters(), self.grad_clip)
+        state.optimizer.step()
+        state.scheduler.step()
+        state.loss = loss.detach()
+        state.step, state.batch = state.step + 1, state.batch + 1
+        state.tokens, state.items = state.tokens + batch.n_tokens, state.items + batch.n_items
 
-        if best_state is not None:
-            model.load_state_dict(best_state)
-        test, infer = self.evaluate(model, task, loaders["test"], device)
-        speed = {
-            "train_tokens_per_s": tokens / train_seconds if train_seconds else 0.0,
-            "train_items_per_s": items / train_seconds if train_seconds else 0.0,
-            **infer,
-        }
-        return FitResult(val=best_val, test=test, steps=step, epochs=epoch, best_epoch=best_epoch, stop_reason=stop_reason, train_seconds=train_seconds,
-                         speed=speed, precision=numerics.resolve_precision(self.precision, device), planned_steps=planned)
+    def epoch_batches(self, loader: Any, state: FitState, position: dict[str, Any] | None) -> Iterator[Batch]:
+        """The epoch's training batches; a resumed epoch restarts its order and skips the batches already trained on.
+
+        The order is set by the loader's generators at the epoch's start (kept in ``state`` for
+        ``last.pt``). The random states are restored where the uninterrupted run stood: before the
+        epoch's iterator is made at an epoch's start, after the skipped batches mid-epoch.
+        """
+        generators = loader_generators(loader)
+        state.batch = 0
+        if position is not None:
+            for generator, saved in zip(generators, position["generators"]):
+                generator.set_state(saved)
+            if position["batch"] == 0:
+                set_rng_state(position["rng"])
+        state.epoch_generators = [g.get_state() for g in generators]
+        batches = iter(limited(loader, self.limit_train_batches))
+        if position is not None and position["batch"]:
+            for _ in range(position["batch"]):
+                next(batches)
+            state.batch = position["batch"]
+            set_rng_state(position["rng"])
+        return batches
+
+    def agree(self, state: FitState, interrupted: bool) -> bool:
+        """Apply the callbacks' requests, agreed over ranks: the shortest schedule, a stop if any rank stops. Returns whether to interrupt."""
+        if state.world.distributed:
+            stop, interrupted_anywhere = distributed.reduce([float(state.stop_reason is not None), float(interrupted)], "max", state.world, state.device)
+            total = distributed.reduce([float(state.requested_total or math.inf)], "min", state.world, state.device)[0]
+            state.requested_total, interrupted = (None if math.isinf(total) else int(total)), bool(interrupted_anywhere)
+            if stop:  # every rank stops, for the first reason any rank had
+                state.stop_reason = next(r for r in distributed.gather(state.stop_reason, state.world) if r is not None)
+        if state.requested_total is not None and state.requested_total != state.total:
+            state.total, state.scheduler = state.requested_total, self.replan(state.optimizer, state.requested_total, state.step)
+        state.requested_total = None
+        return interrupted
+
+    def validate(self, model: nn.Module, task: Task, batches: Iterable[Batch], device: torch.device, world: distributed.World) -> dict[str, float]:
+        """Validation metrics from rank 0 on the whole split (each example once), shared with every rank."""
+        val = self.evaluate(model, task, batches, device)[0] if world.main else None
+        return distributed.broadcast(val, world)
+
+    def save(self, checkpoint_dir: Path | None, state: FitState, hooks: Sequence[Callback], identity: dict[str, Any], at_epoch_end: bool) -> None:
+        """Write ``last.pt`` (rank 0; every rank's random state gathered into it)."""
+        rng = distributed.gather(rng_state(), state.world)
+        if checkpoint_dir is None or not state.world.main:
+            return
+        generators = [g.get_state() for g in loader_generators(state.loader)] if at_epoch_end else state.epoch_generators
+        atomic_save({
+            "format": CHECKPOINT_FORMAT,
+            "identity": identity,
+            "model": state.model.state_dict(),
+            "optimizer": state.optimizer.state_dict(),
+            "scheduler": state.scheduler.state_dict(),
+            "total": state.total, "planned": state.planned, "step": state.step, "epoch": state.epoch,
+            "train_seconds": state.train_seconds if at_epoch_end else state.elapsed(), "tokens": state.tokens, "items": state.items,
+            "stop_reason": state.stop_reason,
+            "position": {"epoch": state.epoch + 1 if at_epoch_end else state.epoch, "batch": 0 if at_epoch_end else state.batch, "generators": generators},
+            "rng": rng,
+            "callbacks": [{"type": type(h).__name__, "state": h.state_dict()} for h in hooks],
+        }, checkpoint_dir / LAST)
+
+    def restore(self, path: Path, state: FitState, hooks: Sequence[Callback], identity: dict[str, Any]) -> dict[str, Any]:
+        """Load ``last.pt`` into ``state`` and the callbacks, or refuse it with the reason; returns the data position to continue from."""
+        saved = torch.load(path, map_location=state.device, weights_only=False)  # our own file: it holds python and numpy random states
+        if saved.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"{path} is not a {LAST} of this suite (format {saved.get('format')!r}); start afresh with trainer.resume=never")
+        if differences := config_differences(saved["identity"], identity):
+            raise ValueError(f"{path} was written by another configuration ({'; '.join(differences[:5])}); re-run with the overrides that wrote it, "
+                             "or start afresh with trainer.resume=never or another run directory")
+        try:
+            state.model.load_state_dict(saved["model"])
+        except RuntimeError as err:
+            raise ValueError(f"{path} does not fit this model: {err}") from err
+        state.scheduler = self.make_scheduler(state.optimizer, total_steps=max(1, saved["total"]))
+        state.optimizer.load_state_dict(saved["optimizer"])  # after the schedule is made: it restores the learning rate the schedule had set
+        state.scheduler.load_state_dict(saved["scheduler"])
+        state.total, state.planned, state.step, state.epoch = saved["total"], saved["planned"], saved["step"], saved["epoch"]
+        state.train_seconds, state.tokens, state.items = saved["train_seconds"], saved["tokens"], saved["items"]
+        state.stop_reason = saved["stop_reason"]
+        kept = {key: c["state"] for key, c in zip(callback_keys(c["type"] for c in saved["callbacks"]), saved["callbacks"])}
+        for hook, key in zip(hooks, callback_keys(type(h).__name__ for h in hooks)):
+            if key in kept:  # a callback new to this run starts afresh
+                hook.load_state_dict(kept[key])
+        return saved["position"] | {"rng": saved["rng"][state.world.rank]}
 
     def evaluate_only(self, model: nn.Module, task: Task, loaders: dict[str, Iterable[Batch]], device: torch.device) -> FitResult:
-        """A model with nothing to train (e.g. Lead-k): validation and test metrics, no steps."""
+        """A model with nothing to train (e.g. Lead-k): validation metrics, no steps."""
         val, _ = self.evaluate(model, task, loaders["val"], device)
-        test, infer = self.evaluate(model, task, loaders["test"], device)
-        return FitResult(val=val, test=test, steps=0, epochs=0, best_epoch=0, stop_reason="no_parameters", train_seconds=0.0, speed=infer,
+        return FitResult(model=model, val=val, steps=0, epochs=0, best_epoch=0, stop_reason="no_parameters", train_seconds=0.0,
                          precision=numerics.resolve_precision(self.precision, device), planned_steps=0)
+
+
+LAST = "last.pt"
+CHECKPOINT_FORMAT = 1
+
+
+def callback_keys(names: Iterable[str]) -> list[tuple[str, int]]:
+    """(type name, occurrence): how a callback's saved state is found again."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        out.append((name, seen.get(name, 0)))
+        seen[name] = seen.get(name, 0) + 1
+    return out
+
+
+def config_differences(saved: Any, current: Any, prefix: str = "") -> list[str]:
+    """The keys where two nested configurations differ, as 'key: saved -> current'."""
+    if isinstance(saved, dict) and isinstance(current, dict):
+        out: list[str] = []
+        for key in sorted(set(saved) | set(current), key=str):
+            out += config_differences(saved.get(key, "<absent>"), current.get(key, "<absent>"), f"{prefix}{key}.")
+        return out
+    return [] if saved == current else [f"{prefix.rstrip('.')}: {saved!r} -> {current!r}"]
+
+
+def resume_identity(cfg: Any) -> dict[str, Any]:
+    """What a ``last.pt`` must match to be resumed: the task, model, seed and the trainer settings that change the computation."""
+    from omegaconf import OmegaConf
+
+    trainer = {k: v for k, v in OmegaConf.to_container(cfg.trainer, resolve=True).items() if k not in RESUME_MAY_CHANGE}
+    return {"task": OmegaConf.to_container(cfg.task, resolve=True), "model": OmegaConf.to_container(cfg.model, resolve=True), "seed": cfg.seed, "trainer": trainer}
 
 
 class _Counted:
