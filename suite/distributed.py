@@ -32,7 +32,13 @@ class World:
 
     @property
     def distributed(self) -> bool:
+        """More than one process: gradients are averaged, files written by rank 0 only."""
         return self.size > 1
+
+    @property
+    def launched(self) -> bool:
+        """Under torchrun (even with one process): the data order is then a function of (seed, epoch) alone."""
+        return self.backend is not None
 
     @property
     def main(self) -> bool:
@@ -145,13 +151,13 @@ class ShardedBatches(Sampler[list[int]]):
 
 
 def shard(loader: DataLoader, world: World, seed: int) -> DataLoader:
-    """The training loader with this rank's share of each epoch.
+    """The training loader with this rank's share of each epoch (the task's own loader outside torchrun).
 
     A loader of examples gets a seeded ``DistributedSampler`` (rank r reads positions r, r + size,
     ... of one shared permutation, so the ranks' batches together are the single-process batch of
     the same global size); a loader of ready-made batches is sharded batch by batch.
     """
-    if not world.distributed:
+    if not world.launched:
         return loader
     if loader.batch_size is None:
         sampler = ShardedBatches(loader.batch_sampler, world.rank, world.size)

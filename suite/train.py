@@ -27,6 +27,7 @@ from suite import distributed, numerics
 from suite.callbacks import BestCheckpoint, Callback, EarlyStopping, Progress, TimeBudget, TrackerLog
 from suite.checkpoint import atomic_save, loader_generators, rng_state, set_rng_state
 from suite.failures import Diverged, Interrupted
+from suite.optim import decay_groups
 from suite.preemption import StopSignals
 from suite.tracking import NullTracker, Tracker
 from suite.types import Batch, Task
@@ -184,6 +185,8 @@ class Trainer:
         progress: show a progress bar (on a terminal only; logs get a line per epoch).
         checkpoint_every_s: seconds between mid-epoch ``last.pt`` writes (also written at each epoch end; None: epoch ends only).
         resume: 'auto' (continue from ``<checkpoint dir>/last.pt`` when it exists), 'never', or a path to a ``last.pt``.
+        decay: 'matrices' (weight decay on layers' weight matrices only: not on biases, norms,
+            embeddings, positions; ``suite/optim.py``) or 'all' (every parameter).
     """
 
     def __init__(
@@ -205,6 +208,7 @@ class Trainer:
         progress: bool = True,
         checkpoint_every_s: float | None = 600.0,
         resume: str = "auto",
+        decay: str = "all",
     ) -> None:
         if precision not in numerics.PRECISIONS:
             raise ValueError(f"trainer.precision must be one of {numerics.PRECISIONS}, got {precision!r}")
@@ -217,6 +221,9 @@ class Trainer:
         self.limit_train_batches, self.limit_eval_batches = limit_train_batches, limit_eval_batches
         self.log_every, self.progress = log_every, progress
         self.checkpoint_every_s, self.resume = checkpoint_every_s, str(resume)
+        if decay not in ("matrices", "all"):
+            raise ValueError(f"trainer.decay must be 'matrices' or 'all', got {decay!r}")
+        self.decay = decay
 
     def replan(self, optimizer: torch.optim.Optimizer, total: int, done: int) -> Any:
         """A fresh schedule over ``total`` steps, advanced to step ``done``."""
@@ -286,7 +293,7 @@ class Trainer:
         train = distributed.shard(loaders["train"], world, seed)
         steps_per_epoch = len(train) if self.limit_train_batches is None else min(len(train), self.limit_train_batches)
         total = steps_per_epoch * self.max_epochs if self.max_steps is None else min(self.max_steps, steps_per_epoch * self.max_epochs)
-        optimizer = self.make_optimizer(params=[p for p in model.parameters() if p.requires_grad])
+        optimizer = self.make_optimizer(params=self.parameter_groups(model))
         scheduler = self.make_scheduler(optimizer, total_steps=max(1, total))
         state = FitState(model, optimizer, scheduler, task, device, world, total=total, planned=total, primary=task.primary_metric, loader=train)
         hooks = self.callbacks(task, checkpoint_dir, tracker) + list(callbacks)
@@ -353,6 +360,12 @@ class Trainer:
                          stop_reason=state.stop_reason or "max_epochs", train_seconds=state.train_seconds,
                          speed={"train_tokens_per_s": tokens / seconds, "train_items_per_s": items / seconds},
                          precision=numerics.resolve_precision(self.precision, device), planned_steps=state.planned, resumed_at=resumed_at, world_size=world.size)
+
+    def parameter_groups(self, model: nn.Module) -> list[dict[str, Any]] | list[nn.Parameter]:
+        """What the optimizer updates: every trainable parameter, or (``decay='matrices'``) two groups, decayed and not."""
+        if self.decay == "all":
+            return [p for p in model.parameters() if p.requires_grad]
+        return decay_groups(model)
 
     def train_step(self, model: nn.Module, state: FitState, batch: Batch) -> None:
         """One optimizer and schedule step on ``batch``; counts it."""

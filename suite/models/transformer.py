@@ -148,7 +148,8 @@ class EncoderLayer(nn.Module):
 class Encoder(nn.Module):
     """A stack of encoder layers; pre-norm stacks end with a LayerNorm (as GPT-2 and ViT do).
 
-    Implements the ``Backbone`` contract. Args as ``EncoderLayer``, plus ``n_layers``.
+    Implements the ``Backbone`` contract. Args as ``EncoderLayer``, plus ``n_layers`` and ``init``
+    (a function applied to the built stack, ``suite/models/init.py``; None: torch's defaults).
     """
 
     def __init__(
@@ -163,6 +164,7 @@ class Encoder(nn.Module):
         layer_norm_eps: float = 1e-5,
         attention: AttentionFactory = FullAttention,
         max_len: int | None = None,
+        init: Callable[[nn.Module], None] | None = None,
     ) -> None:
         super().__init__()
         self.d_model = d_model
@@ -171,6 +173,8 @@ class Encoder(nn.Module):
             for _ in range(n_layers)
         )
         self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else nn.Identity()
+        if init is not None:  # e.g. suite.models.init.gpt2; None keeps torch's defaults
+            init(self)
 
     def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
         """(B, L, D), (B, L) bool | None -> (B, L, D)."""
@@ -248,6 +252,7 @@ class Decoder(nn.Module):
         layer_norm_eps: float = 1e-5,
         attention: AttentionFactory = FullAttention,
         max_len: int | None = None,
+        init: Callable[[nn.Module], None] | None = None,
     ) -> None:
         super().__init__()
         self.d_model = d_model
@@ -256,6 +261,8 @@ class Decoder(nn.Module):
             for _ in range(n_layers)
         )
         self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else nn.Identity()
+        if init is not None:  # e.g. suite.models.init.gpt2; None keeps torch's defaults
+            init(self)
 
     def forward(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None) -> Tensor:
         """tgt (B, T, D), memory (B, L, D), memory_mask (B, L) bool | None -> (B, T, D)."""
