@@ -23,7 +23,7 @@ NAME ?= quick
 # so the row gives the same BLEU on every machine of this kind.
 BENCH_TRANSLATION_STEPS ?= 400
 
-.PHONY: help install data fashion-mnist test test-slow bench bench-full report perf clean
+.PHONY: help install data fashion-mnist test test-slow bench bench-full report perf gpu-check clean
 
 help: ## List the commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -74,6 +74,20 @@ bench: data ## The quick benchmark (~15 min on 2 cores): every task, both sweeps
 	$(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_DIR)/gradient_flow
 	$(PYTHON) -m suite.report $(BENCH_DIR) --name quick --wandb
 	@echo "make bench: the runs and the report took $$(( $$(date +%s) - $$(cat $(BENCH_DIR)/.started) )) s (after set-up)"
+
+GPU_CHECK_DIR ?= runs/gpu-check
+GPU_CHECK_DEVICE ?= cuda
+gpu-check: data ## On a GPU machine (< 5 min): numerics tests on CUDA, a bf16 smoke run of every task, a speed point, a 1-GPU torchrun run
+	@mkdir -p $(GPU_CHECK_DIR) && $(PYTHON) -c "import torch; print('device:', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA')" | tee $(GPU_CHECK_DIR)/summary.txt
+	set -o pipefail; SUITE_TEST_DEVICE=$(GPU_CHECK_DEVICE) $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_encoder_reference.py tests/test_attention.py \
+	  tests/test_attention_variants.py tests/test_vit.py 2>&1 | tail -3 | tee -a $(GPU_CHECK_DIR)/summary.txt
+	set -o pipefail; $(RUN) -m task=sentiment,protein,dna,image,translation,summarization,news_topic,long_range model=transformer trainer=smoke \
+	  trainer.precision=bf16 device=$(GPU_CHECK_DEVICE) logger=none hydra.sweep.dir=$(GPU_CHECK_DIR)/smoke | grep '^\[' | tee -a $(GPU_CHECK_DIR)/summary.txt
+	set -o pipefail; $(RUN) job=speed task=long_range task.seq_len=1024 model=transformer device=$(GPU_CHECK_DEVICE) logger=none \
+	  hydra.run.dir=$(GPU_CHECK_DIR)/speed | grep '^\[' | tee -a $(GPU_CHECK_DIR)/summary.txt
+	set -o pipefail; $(VENV)/bin/torchrun --nproc_per_node=1 -m suite.run task=sentiment model=transformer trainer=smoke device=$(GPU_CHECK_DEVICE) \
+	  logger=none hydra.run.dir=$(GPU_CHECK_DIR)/torchrun | grep '^\[' | tee -a $(GPU_CHECK_DIR)/summary.txt
+	@echo "gpu-check: figures in $(GPU_CHECK_DIR)/summary.txt"
 
 bench-full: data ## The full benchmark: trainer=full on every task, full sweeps (hours on a CPU; meant for a GPU)
 	$(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_FULL_DIR)/tasks trainer=full trainer.time_budget_s=null \

@@ -19,6 +19,13 @@ from suite.datadir import data_root
 # As every run of the suite does, before any thread pool exists (threads inherit the mode).
 numerics.set_flush_denormals(True)
 
+# `make gpu-check` runs the numerics tests with SUITE_TEST_DEVICE=cuda: every tensor and module a
+# test creates is then made on the GPU, compared in true fp32 (TF32 would loosen the tolerances).
+TEST_DEVICE = os.environ.get("SUITE_TEST_DEVICE", "cpu")
+if TEST_DEVICE != "cpu":
+    torch.set_default_device(TEST_DEVICE)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+
 CONF = Path(__file__).resolve().parents[1] / "conf"
 TINY_MODEL = ["model.d_model=32", "++model.backbone.d_ff=64", "++model.backbone.n_layers=1"]
 
