@@ -94,6 +94,8 @@ def test_summary_line_gives_the_figures_of_every_job_kind():
     assert summary_line(ResultRecord(status="ok", metrics={"val_bleu": 30.0, "val_loss": 2.0}, **base)) == "val_bleu=30"  # job=evaluate on val alone
     assert summary_line(timed) == "L=64: train 1000 tok/s, infer 3000 tok/s, peak 2 MiB train, MFU 1.23%"
     assert summary_line(failed) == "OutOfMemoryError: x"
+    timed.speed |= {"generate_tokens_per_s": 500.0, "generate_cache_speedup": 2.5}  # a translation model's point
+    assert summary_line(timed).endswith("MFU 1.23%, generate 500 tok/s (2.50x the uncached)")
 
 
 def test_report_builds_its_files_from_a_multirun_made_here(tmp_path):
