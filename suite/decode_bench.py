@@ -3,17 +3,18 @@
     python -m suite.decode_bench                      # transformer and lstm, 64 generated tokens
     python -m suite.decode_bench --models transformer --batch 64 --tokens 128
 
-Each model (built from ``conf/model/<name>.yaml`` with random weights: speed does not depend
-on training) greedily generates exactly ``--tokens`` tokens for a batch of random sources
-(no EOS can end a sequence early). Without the cache every step re-runs the decoder over the
-whole prefix; with it, one position per step. One warm-up run, then the median of
-``--repeats`` timed runs, the device synchronised before each clock read.
+A thin command line over the speed job's generation measurement
+(``suite.jobs.speed.generation_speed``, which ``job=speed`` runs on a translation or
+summarization model with its task's data), for models without a task or data: each model
+(built from ``conf/model/<name>.yaml`` with random weights: speed does not depend on
+training) greedily generates exactly ``--tokens`` tokens for a batch of random sources (no EOS
+can end a sequence early). Without the cache every step re-runs the decoder over the whole
+prefix; with it, one position per step. One warm-up, then the median of ``--repeats`` timed
+runs, cached and uncached interleaved, the device synchronised before each clock read.
 """
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
 from hydra import compose, initialize_config_dir
@@ -21,9 +22,9 @@ from hydra import compose, initialize_config_dir
 from suite import numerics
 from suite.datadir import PROJECT_ROOT
 from suite.decode import greedy
+from suite.jobs.speed import generation_speed
 from suite.models.seq2seq import Seq2Seq, build_seq2seq
 from suite.run import resolve_device
-from suite.train import sync
 
 
 def build(name: str, vocab: int, max_len: int) -> Seq2Seq:
@@ -31,21 +32,6 @@ def build(name: str, vocab: int, max_len: int) -> Seq2Seq:
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="config", overrides=[f"model={name}"])
     return build_seq2seq(cfg.model, vocab, vocab, max_len=max_len, shared_vocab=True)
-
-
-def tokens_per_second(model: Seq2Seq, src: torch.Tensor, tokens: int, cache: bool, repeats: int) -> tuple[float, list[float]]:
-    """Median generated tokens per second over ``repeats`` runs (after one warm-up), and every run's seconds."""
-    run = lambda: greedy(model, src, None, bos=2, eos=-1, max_len=tokens, cache=cache)  # noqa: E731 - eos=-1: never ends early
-    run()
-    seconds = []
-    for _ in range(repeats):
-        sync(src.device)
-        start = time.perf_counter()
-        out = run()
-        sync(src.device)
-        seconds.append(time.perf_counter() - start)
-        assert all(len(hyp) == tokens for hyp in out)
-    return src.size(0) * tokens / statistics.median(seconds), seconds
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
@@ -72,9 +58,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     rows = []
     for name in args.models:
         model = build(name, args.vocab, max_len=max(args.src_len, args.tokens + 1)).to(device).eval()
+        generate = lambda cache, model=model: greedy(model, src, None, bos=2, eos=-1, max_len=args.tokens, cache=cache)  # noqa: E731 - eos=-1: never ends early
         with torch.inference_mode():
-            fast, _ = tokens_per_second(model, src, args.tokens, cache=True, repeats=args.repeats)
-            slow, _ = tokens_per_second(model, src, args.tokens, cache=False, repeats=args.repeats)
+            figures = generation_speed(generate, device, warmup=1, repeats=args.repeats)
+        assert figures["generated_tokens"] == args.batch * args.tokens
+        fast, slow = figures["generate_tokens_per_s"], figures["generate_uncached_tokens_per_s"]
         params = sum(p.numel() for p in model.parameters())
         rows.append({"model": name, "params": params, "cached_tokens_per_s": fast, "uncached_tokens_per_s": slow, "ratio": fast / slow})
         print(f"{name:<14}{params:>10,}{fast:>15,.0f}{slow:>17,.0f}{fast / slow:>7.2f}x")

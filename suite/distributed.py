@@ -9,6 +9,7 @@ reads what torchrun provides and wraps torch's own pieces.
 """
 from __future__ import annotations
 
+import atexit
 import datetime
 import hashlib
 import json
@@ -68,6 +69,7 @@ def join(device_name: str, timeout_s: float = 600.0) -> tuple[World, str]:
         torch.cuda.set_device(local_rank)
     if not dist.is_initialized():
         dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+        atexit.register(leave)  # once per process: a sweep's later jobs reuse the group
     world = World(rank=dist.get_rank(), size=dist.get_world_size(), local_rank=local_rank, backend=backend)
     return world, (f"cuda:{local_rank}" if cuda else ("cpu" if device_name == "auto" else device_name))
 

@@ -1,7 +1,8 @@
 """Failures that carry the status their run is recorded with.
 
-A job raises one of these (or any other exception, recorded as 'failed'); the runner reads
-``status`` from it instead of knowing every job's exception types.
+A job raises one of these (or any other exception, recorded as 'failed', or 'oom' when the
+device ran out of memory); the runner reads the status with ``status_of`` instead of knowing
+every job's exception types.
 """
 from __future__ import annotations
 
@@ -44,3 +45,16 @@ class Interrupted(RunFailure):
     def __init__(self, message: str, forward: Callable[[], None] | None = None) -> None:
         super().__init__(message)
         self.forward = forward or (lambda: None)
+
+def is_oom(err: BaseException) -> bool:
+    """The device ran out of memory (torch's own error, or a kernel's message saying so)."""
+    import torch
+
+    return isinstance(err, torch.OutOfMemoryError) or "out of memory" in str(err).lower()
+
+
+def status_of(err: BaseException) -> str:
+    """The record status an exception stands for: its own if it carries one, else 'oom' or 'failed'."""
+    if isinstance(err, RunFailure):
+        return err.status
+    return "oom" if is_oom(err) else "failed"

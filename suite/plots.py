@@ -17,13 +17,22 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from suite.results import ResultRecord, trainer_name  # noqa: E402
 
-LENGTH_TASKS = ("long_range", "news_topic")  # tasks whose accuracy is studied against length
-MODEL_ORDER = ["transformer", "transformer_base", "vit", "lstm", "bilstm", "gru", "rnn", "lead"]
+FAMILIES = ("attention", "backbone", "other")  # the order models appear in: attention, other backbones (recurrent), none (Lead-k)
 
 
-def model_key(label: str) -> tuple[int, str]:
-    name = label.split(" ")[0]  # a series label may carry the size after the model name
-    return (MODEL_ORDER.index(name) if name in MODEL_ORDER else len(MODEL_ORDER), label)
+def family(r: ResultRecord) -> str:
+    """What a run's model is, from its composed config (never its name): 'attention' (it has an
+    attention node), 'backbone' (a backbone without attention: the recurrent baselines) or 'other'."""
+    model = r.config.get("model") or {}
+    if model.get("attention") is not None:
+        return "attention"
+    return "backbone" if model.get("backbone") is not None else "other"
+
+
+def model_order(records: list[ResultRecord]) -> Callable[[str], tuple[int, str]]:
+    """A sort key for model labels (a label may carry the size after the name): family, then name."""
+    rank = {r.model: FAMILIES.index(family(r)) for r in records}
+    return lambda label: (rank.get(label.split(" ")[0], len(FAMILIES)), label)
 
 
 def job_name(r: ResultRecord) -> str:
@@ -41,16 +50,22 @@ def is_training(r: ResultRecord) -> bool:
     return r.status == "ok" and job_name(r) == "train_job"
 
 
-HEADLINE = ("accuracy", "bleu", "rougeL", "rouge1")  # the metric a domain is judged by, in this order
-
-
 def primary(r: ResultRecord) -> tuple[str, float] | None:
-    """The headline test metric of a run: the first of HEADLINE it has, else its first test metric."""
+    """The headline test metric of a run: the task's primary metric (the record names it), else its first test metric."""
     tests = {k: v for k, v in r.metrics.items() if not k.startswith("val_") and k != "loss"}
     if not tests:
         return None
-    key = next((k for k in HEADLINE if k in tests), sorted(tests)[0])
+    key = r.primary_metric if r.primary_metric in tests else sorted(tests)[0]
     return key, tests[key]
+
+
+def length_studies(records: list[ResultRecord]) -> set[tuple[str, str]]:
+    """The (task, dataset) pairs trained at more than one length: their accuracy is plotted against length."""
+    lengths: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for r in records:
+        if is_training(r) and r.seq_len:
+            lengths[(r.task, r.dataset)].add(r.seq_len)
+    return {pair for pair, seen in lengths.items() if len(seen) > 1}
 
 
 def model_size(r: ResultRecord) -> str:
@@ -60,8 +75,9 @@ def model_size(r: ResultRecord) -> str:
     return f"d{width}x{depth}" if width and depth else ""
 
 
-# What tells two runs of one model apart in a plot: width x depth, attention kernel, precision, trainer profile.
+# What tells two runs of one model apart in a plot: task, width x depth, attention kernel, precision, trainer profile.
 VARIANTS: tuple[Callable[[ResultRecord], str], ...] = (
+    lambda r: r.task,  # a speed point of a translation model is no point of the classifier's sweep
     model_size,
     lambda r: f"{r.attention} attention" if r.attention else "",
     lambda r: r.precision or "fp32",  # records from before the setting ran fp32
@@ -88,8 +104,8 @@ def series_by_model(records: list[ResultRecord], value: Callable[[ResultRecord],
     return out
 
 
-def draw_lines(ax, series: dict[str, dict[int, list[float]]], logy: bool) -> None:
-    for model in sorted(series, key=model_key):
+def draw_lines(ax, series: dict[str, dict[int, list[float]]], logy: bool, order: Callable[[str], tuple[int, str]]) -> None:
+    for model in sorted(series, key=order):
         xs = sorted(series[model])
         means = [statistics.mean(series[model][x]) for x in xs]
         errs = [statistics.stdev(series[model][x]) if len(series[model][x]) > 1 else 0 for x in xs]
@@ -110,16 +126,20 @@ def missing_note(fig, records: list[ResultRecord]) -> None:
 
 
 def accuracy_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
-    runs = [r for r in records if r.task in LENGTH_TASKS and job_name(r) == "train_job"]
-    ok = [r for r in runs if r.status == "ok"]
-    datasets = sorted({r.dataset for r in ok})
-    if not datasets:
+    """One panel per (task, dataset) trained at several lengths: its primary test metric against length."""
+    studies = length_studies(records)
+    runs = [r for r in records if (r.task, r.dataset) in studies and job_name(r) == "train_job"]
+    ok = [r for r in runs if r.status == "ok" and primary(r)]
+    if not ok:
         return None
-    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4.2), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets):
-        draw_lines(ax, series_by_model([r for r in ok if r.dataset == dataset], lambda r: r.metrics.get("accuracy")), logy=False)
-        ax.set_title(f"{dataset}: test accuracy vs length")
-        ax.set_ylabel("test accuracy")
+    panels = sorted({(r.task, r.dataset) for r in ok})
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
+    for ax, panel in zip(axes[0], panels):
+        shown = [r for r in ok if (r.task, r.dataset) == panel]
+        metric = primary(shown[0])[0]
+        draw_lines(ax, series_by_model(shown, lambda r: r.metrics.get(metric)), logy=False, order=model_order(records))
+        ax.set_title(f"{panel[1]}: test {metric} vs length")
+        ax.set_ylabel(f"test {metric}")
     missing_note(fig, runs)
     return save(fig, out)
 
@@ -132,7 +152,7 @@ def speed_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
     panels = [("train_tokens_per_s", "training throughput (tokens/s)"), ("infer_tokens_per_s", "inference throughput (tokens/s)"), ("ms_per_token_train", "training time per token (ms)")]
     for ax, (key, title) in zip(axes, panels):
-        draw_lines(ax, series_by_model(ok, lambda r, k=key: r.speed.get(k)), logy=True)
+        draw_lines(ax, series_by_model(ok, lambda r, k=key: r.speed.get(k)), logy=True, order=model_order(records))
         ax.set_title(title)
     missing_note(fig, runs)
     return save(fig, out)
@@ -144,7 +164,7 @@ def memory_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     for ax, key, title in ((axes[0], "peak_mem_train_bytes", "peak memory, training step (MiB)"), (axes[1], "peak_mem_infer_bytes", "peak memory, inference (MiB)")):
-        draw_lines(ax, series_by_model(ok, lambda r, k=key: r.speed.get(k, 0) / 2**20 or None), logy=True)
+        draw_lines(ax, series_by_model(ok, lambda r, k=key: r.speed.get(k, 0) / 2**20 or None), logy=True, order=model_order(records))
         ax.set_title(title)
     return save(fig, out)
 
@@ -154,7 +174,8 @@ def gradient_flow(records: list[ResultRecord], out: Path) -> Path | None:
     if not runs:
         return None
     fig, ax = plt.subplots(figsize=(6.5, 4.4))
-    for r in sorted(runs, key=lambda r: model_key(r.model)):
+    order = model_order(runs)
+    for r in sorted(runs, key=lambda r: order(r.model)):
         curve = r.curves["grad_norm_relative_by_distance"]
         floor = [max(v, 1e-30) for v in curve]
         ax.plot(range(len(floor)), floor, label=f"{r.model} (L={r.seq_len})")
@@ -169,7 +190,8 @@ def gradient_flow(records: list[ResultRecord], out: Path) -> Path | None:
 
 def domain_bars(records: list[ResultRecord], out: Path) -> Path | None:
     """One panel per domain (task, dataset, trainer profile), bars per model, on the domain's own scale."""
-    runs = [r for r in records if is_training(r) and r.task not in LENGTH_TASKS and primary(r)]
+    studies = length_studies(records)  # those have their own figure
+    runs = [r for r in records if is_training(r) and (r.task, r.dataset) not in studies and primary(r)]
     if not runs:
         return None
     groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -180,10 +202,11 @@ def domain_bars(records: list[ResultRecord], out: Path) -> Path | None:
         metric_of[label] = key
         groups[label][r.model].append(value)
     labels = sorted(groups)
-    colours = {m: f"C{i}" for i, m in enumerate(sorted({m for g in groups.values() for m in g}, key=model_key))}
+    order = model_order(runs)
+    colours = {m: f"C{i}" for i, m in enumerate(sorted({m for g in groups.values() for m in g}, key=order))}
     fig, axes = plt.subplots(1, len(labels), figsize=(2.6 * len(labels) + 1, 3.8), squeeze=False)
     for ax, label in zip(axes[0], labels):
-        models = sorted(groups[label], key=model_key)
+        models = sorted(groups[label], key=order)
         means = [statistics.mean(groups[label][m]) for m in models]
         bars = ax.bar(range(len(models)), means, color=[colours[m] for m in models])
         ax.bar_label(bars, labels=[f"{v:.3g}" for v in means], fontsize=8)

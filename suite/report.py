@@ -22,13 +22,11 @@ from pathlib import Path
 
 from suite import formatting as fmt
 from suite.datadir import PROJECT_ROOT
-from suite.plots import FIGURES, is_speed, job_name, model_key, model_size, primary
+from suite.plots import FIGURES, family, is_speed, job_name, model_order, model_size, primary
 from suite.results import ResultRecord, find_results, trainer_name
 from suite.variants import variant_labels
 
 SPEED_KEYS = ("train_tokens_per_s", "infer_tokens_per_s")
-ATTENTION_MODELS = ("transformer", "transformer_base", "vit")  # the headline's speed ratio sets the first of these present...
-RECURRENT_MODELS = ("lstm", "bilstm", "gru", "rnn")  # ...against the first of these
 CUT = "†"  # marks a figure from a run that its time cap cut short
 CUT_NOTE = f"{CUT} cut short by its time cap (fewer steps than planned): this figure depends on how fast the machine was."
 
@@ -90,7 +88,8 @@ def experiments(records: list[ResultRecord]) -> list[Experiment]:
     for key, runs in base.items():
         for r, label in zip(runs, variant_labels([r.config for r in runs])):
             groups[(*key, label)].append(r)
-    ordered = sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][3] or 0, kv[0][4], kv[0][5], model_key(kv[0][2])))
+    order = model_order(records)
+    ordered = sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][3] or 0, kv[0][4], kv[0][5], order(kv[0][2])))
     return [Experiment(*key, runs) for key, runs in ordered]
 
 
@@ -136,7 +135,7 @@ def headline_rows(exps: list[Experiment]) -> list[dict[str, str]]:
     for e in exps:
         if e.ok and (p := primary(e.ok[0])):
             rows_of[(e.task, e.dataset, e.seq_len, e.trainer, e.variant, p[0])][e.model] = e
-    models = sorted({m for cols in rows_of.values() for m in cols}, key=model_key)
+    models = sorted({m for cols in rows_of.values() for m in cols}, key=model_order([r for e in exps for r in e.runs]))
     rows = []
     for (task, dataset, seq_len, trainer, variant, metric), cols in rows_of.items():
         means = {m: statistics.mean(e.values(metric)) for m, e in cols.items() if e.values(metric)}
@@ -153,9 +152,13 @@ def headline_rows(exps: list[Experiment]) -> list[dict[str, str]]:
 
 
 def speed_ratio(cols: dict[str, Experiment]) -> str:
-    """'0.31x transformer/lstm': training tokens/s of the attention model over the recurrent one's."""
-    attention = next((m for m in ATTENTION_MODELS if m in cols and cols[m].speeds("train_tokens_per_s")), None)
-    recurrent = next((m for m in RECURRENT_MODELS if m in cols and cols[m].speeds("train_tokens_per_s")), None)
+    """'0.31x transformer/lstm': training tokens/s of the attention model over the recurrent one's.
+
+    The first of each family (``suite.plots.family``: what the model's config builds) by name.
+    """
+    timed = sorted(m for m in cols if cols[m].speeds("train_tokens_per_s"))
+    attention = next((m for m in timed if family(cols[m].runs[0]) == "attention"), None)
+    recurrent = next((m for m in timed if family(cols[m].runs[0]) == "backbone"), None)
     if attention is None or recurrent is None:
         return ""
     ratio = statistics.mean(cols[attention].speeds("train_tokens_per_s")) / statistics.mean(cols[recurrent].speeds("train_tokens_per_s"))
@@ -189,23 +192,32 @@ def markdown(rows: list[dict[str, str]]) -> str:
 
 
 def speed_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
-    """One row per speed point (model x length x precision), failed points included with their status."""
+    """One row per speed point (task x model x length x precision), failed points included with their status.
+
+    The task column shows only when the points span several tasks, the generation columns
+    only when a point generated (a translation or summarization model).
+    """
     runs = [r for r in records if is_speed(r)]
     rows = []
-    for r in sorted(runs, key=lambda r: (model_key(r.model), model_size(r), r.attention or "", r.precision or "", r.seq_len or 0)):
+    order = model_order(runs)
+    for r in sorted(runs, key=lambda r: (r.task, order(r.model), model_size(r), r.attention or "", r.precision or "", r.seq_len or 0)):
         s = r.speed
         get = lambda key, show=fmt.rate, scale=1.0: show(s[key] * scale) if key in s else ""  # noqa: E731
         rows.append({
-            "model": r.model, "size": model_size(r), "attention": r.attention or "", "precision": r.precision or "fp32",
-            "length": str(r.seq_len or r.config.get("task", {}).get("seq_len", "")), "batch": get("batch_size"), "status": r.status,
+            "task": r.task, "model": r.model, "size": model_size(r), "attention": r.attention or "", "precision": r.precision or "fp32",
+            "length": str(r.seq_len or ""), "batch": get("batch_size"), "status": r.status,
             "params": fmt.rate(r.params) if r.params else "", "train tok/s": get("train_tokens_per_s"), "infer tok/s": get("infer_tokens_per_s"),
             "train step ms (IQR)": f"{s['train_step_ms']:.3g} ({s['train_step_iqr_ms']:.2g})" if "train_step_ms" in s else "",
             "latency ms/seq": get("latency_ms", lambda v: f"{v:.3g}"), "peak MiB train": get("peak_mem_train_bytes", lambda v: f"{v:.3g}", 2**-20),
             "peak MiB infer": get("peak_mem_infer_bytes", lambda v: f"{v:.3g}", 2**-20), "GFLOP/step": get("flops_train_step", lambda v: f"{v:.3g}", 1e-9),
             "MFU": get("mfu_train", lambda v: f"{v:.1%}"), "peak GFLOP/s": get("machine_peak_flops", lambda v: f"{v:.0f}", 1e-9),
+            "generate tok/s": get("generate_tokens_per_s"), "uncached tok/s": get("generate_uncached_tokens_per_s"),
+            "cache speed-up": get("generate_cache_speedup", lambda v: f"{v:.2f}x"),
             "threads": threads_of(r), "note": (r.error or "")[:120],
         })
-    return rows
+    generation = ("generate tok/s", "uncached tok/s", "cache speed-up")
+    kept = drop_empty_columns(rows, keep=tuple(c for c in (rows[0] if rows else {}) if c not in generation))
+    return kept if len({r.task for r in runs}) > 1 else [{c: v for c, v in row.items() if c != "task"} for row in kept]
 
 
 def threads_of(r: ResultRecord) -> str:

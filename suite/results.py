@@ -45,6 +45,8 @@ class ResultRecord:
     resumed_at: int | None = None  # the step a resumed training continued from (None: it ran in one go)
     world_size: int = 1  # training processes (torchrun); throughput is summed over them
     backend: str | None = None  # torch.distributed backend (gloo, nccl) when world_size > 1
+    primary_metric: str | None = None  # the task's headline metric (higher is better), as the task names it
+    scored_with: str | None = None  # job=evaluate: how the task scored the saved weights (e.g. its decoding), in words
     wall_seconds: float | None = None
     error: str | None = None
     curves: dict[str, list[float]] = field(default_factory=dict)
@@ -77,16 +79,14 @@ def read_result(path: Path) -> ResultRecord:
 def trainer_name(r: ResultRecord) -> str:
     """The trainer profile a run used (runs of different profiles are never averaged together).
 
-    Weights scored by ``job=evaluate`` are named by the run that trained them and the decoding
-    they were scored with, so different weights and decodings of one model stay apart too.
+    Weights scored by ``job=evaluate`` are named by the run that trained them and what the task
+    scored them with (the record's ``scored_with``, e.g. the decoding), so different weights and
+    decodings of one model stay apart too.
     """
     job = r.config.get("job") or {}
     if job.get("_target_", "").endswith(".evaluate_job"):
-        search = dict((r.config.get("task") or {}).get("search") or {})
-        name = search.pop("_target_", "").rpartition(".")[2]
-        search.pop("_partial_", None)
         weights = Path(job["checkpoint"]).parent.parent.name if job.get("checkpoint") else ""  # <run dir>/checkpoints/best.pt
-        return "evaluated" + (f" {weights}" if weights else "") + (f" ({name} {', '.join(f'{k} {v}' for k, v in search.items())})" if name else "")
+        return "evaluated" + (f" {weights}" if weights else "") + (f" ({r.scored_with})" if r.scored_with else "")
     trainer = r.config.get("trainer") or {}
     limits = [f"{trainer['max_steps']} steps"] if trainer.get("max_steps") else []
     limits += [f"{trainer['time_budget_s']:g} s"] if trainer.get("time_budget_s") else []

@@ -12,8 +12,11 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")  # local files only: never rea
 def read_delimited(path: Path, columns: list[str], delimiter: str = ",", strip: bool = False) -> dict[str, list[str]]:
     """Read a headed delimited file; every value as a string, one list per column.
 
-    Raises ``DataError`` naming the file (and line, where the parser knows it) when a row
-    has the wrong number of fields or the header lacks a column.
+    The columns asked for are read as text (pandas converters): the caller parses labels and
+    numbers and names the line of one that does not parse (a column inferred as integers would
+    fail deep in Arrow at a later 'positive', naming no line). Raises ``DataError`` naming the file (and line, where
+    it can be known) when a byte is not UTF-8, a row has the wrong number of fields or the
+    header lacks a column.
     """
     import datasets
 
@@ -21,10 +24,12 @@ def read_delimited(path: Path, columns: list[str], delimiter: str = ",", strip: 
     try:
         ds = datasets.load_dataset(
             "csv", data_files=str(path), split="train", delimiter=delimiter, quoting=3,
-            keep_default_na=False, skipinitialspace=strip,
+            keep_default_na=False, skipinitialspace=strip, converters={c: str for c in columns},
         )
     except Exception as err:  # datasets wraps the parser's error; surface the file with it
         cause = err.__cause__ or err
+        if isinstance(cause, UnicodeDecodeError) or "codec can't decode" in str(err):
+            raise DataError(not_utf8(path) or f"{path}: not UTF-8: {cause}") from err
         raise DataError(f"{path}: could not read delimited file: {cause}".strip()) from err
     missing = [c for c in columns if c not in ds.column_names]
     if missing:
@@ -33,6 +38,17 @@ def read_delimited(path: Path, columns: list[str], delimiter: str = ",", strip: 
     if strip:
         out = {c: [v.strip() for v in values] for c, values in out.items()}
     return out
+
+
+def not_utf8(path: Path) -> str | None:
+    """'<path>:<line>: byte 0x.. at column c is not UTF-8' for the first such byte, or None if the file decodes."""
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as err:
+                return f"{path}:{number}: byte 0x{line[err.start]:02x} at column {err.start + 1} is not UTF-8 ({err.reason})"
+    return None
 
 
 def parse_labels(path: Path, values: list[str], allowed: dict[str, int], header_lines: int = 1) -> list[int]:

@@ -117,8 +117,15 @@ class Task(Protocol):
         """Metrics over a whole split; the model is already in eval mode."""
         ...
 
-    def seq_len(self) -> int:
-        """The (maximum) input length the task feeds the model."""
+    def seq_len(self) -> int | None:
+        """The (maximum) input length the task feeds the model.
+
+        Before ``setup``: the length its configuration asks for, or None where only the data
+        tells (an image's patch count); a run that fails before its data is read keeps its place
+        on a length axis, and a speed point beyond its cap is skipped without reading any data.
+        After ``setup``: the data's, never above the configured one (60 for 60-nt DNA windows
+        configured with ``max_len: 512``).
+        """
         ...
 
 
@@ -128,4 +135,49 @@ class WritesArtifacts(Protocol):
 
     def write_artifacts(self, model: nn.Module, run_dir: Path, device: torch.device) -> list[Path]:
         """Called once after fit, with the best weights in place; returns the files written (under run_dir)."""
+        ...
+
+
+@runtime_checkable
+class Infers(Protocol):
+    """Optional for a ``Task``: how its model runs on a batch at inference, as ``job=speed`` times it.
+
+    A task without it is taken for a classifier (``inference`` below).
+    """
+
+    def infer(self, model: nn.Module, batch: Batch) -> Any:
+        """One forward pass over ``batch`` without training (e.g. a teacher-forced pass of an encoder-decoder)."""
+        ...
+
+
+def inference(task: Any, model: nn.Module, batch: Batch) -> Any:
+    """The task's inference call on ``batch``: its ``infer`` where it has one, else a classifier's ``model(inputs, pad_mask)``."""
+    if isinstance(task, Infers):
+        return task.infer(model, batch)
+    return model(batch.inputs, batch.pad_mask)
+
+
+@runtime_checkable
+class Generates(Protocol):
+    """Optional for a ``Task`` whose model writes sequences: ``job=speed`` also times generation, with and without the cache."""
+
+    def generate(self, model: nn.Module, batch: Batch, cache: bool = True) -> list[list[int]]:
+        """Greedy ids for each of the batch's B inputs, as many for every input (no early end: the
+        speed of the model, not of its outputs' lengths); ``cache``: incremental decoding, else the
+        whole prefix re-run at each step."""
+        ...
+
+
+@runtime_checkable
+class EvaluationVariant(Protocol):
+    """Optional for a ``Task`` that scores saved weights (``job=evaluate``) otherwise than training validates them."""
+
+    def for_evaluation(self) -> "Task":
+        """This task scoring validation as it scores test (e.g. decoded with the test search, not
+        the cheaper one training validates with), so a setting chosen on validation is the one
+        test is scored with. Called before ``setup``."""
+        ...
+
+    def evaluation_setting(self) -> str:
+        """That scoring in words, for the record's ``scored_with`` (e.g. 'beam_search beam_size 4, length_penalty 0.6')."""
         ...

@@ -149,10 +149,12 @@ class ClassificationTask:
         metrics: (logits (N, C), targets (N,), C) -> metrics; accuracy and macro-F1 by default.
         primary_metric: metric used for model selection (higher is better).
         artifacts: writers of files about the test split (e.g. ``confusion_matrix_png``).
+        max_len: the input length the configuration asks for, known before the data is read
+            (None where only the data tells, as an image's patch count).
     """
 
-    def __init__(self, name: str, dataset: str, load: Callable[[], ClassificationData], label_smoothing: float = 0.0, metrics: Metrics = accuracy_f1, primary_metric: str = "accuracy", artifacts: Sequence[Artifact] = ()) -> None:
-        self.name, self.dataset = name, dataset
+    def __init__(self, name: str, dataset: str, load: Callable[[], ClassificationData], label_smoothing: float = 0.0, metrics: Metrics = accuracy_f1, primary_metric: str = "accuracy", artifacts: Sequence[Artifact] = (), max_len: int | None = None) -> None:
+        self.name, self.dataset, self.max_len = name, dataset, max_len
         self.load, self.label_smoothing = load, label_smoothing
         self.metrics, self.primary_metric = metrics, primary_metric
         self.artifacts = list(artifacts)
@@ -171,8 +173,9 @@ class ClassificationTask:
     def split_sizes(self) -> dict[str, int]:
         return {name: len(ds) for name, ds in self.ready.splits.items()}
 
-    def seq_len(self) -> int:
-        return self.ready.max_len
+    def seq_len(self) -> int | None:
+        """The data's length once set up, the configured one before."""
+        return self.data.max_len if self.data is not None else self.max_len
 
     def loaders(self, batch_size: int, seed: int, eval_batch_size: int | None = None) -> dict[str, DataLoader]:
         data = self.ready

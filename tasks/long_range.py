@@ -151,4 +151,4 @@ def build(name: str, problem: str = "recall", dataset: str | None = None, seq_le
     if dataset not in (None, problem):
         raise ValueError(f"long_range dataset {dataset!r} must name its problem {problem!r}")
     loader = partial(load, problem, seq_len, n_train, n_val, n_test, split_seed, n_classes, n_filler, max_depth, max_args)
-    return ClassificationTask(name, problem, loader, label_smoothing=label_smoothing)
+    return ClassificationTask(name, problem, loader, label_smoothing=label_smoothing, max_len=seq_len)

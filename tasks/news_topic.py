@@ -42,4 +42,4 @@ def load(data_dir: str | None, seq_len: int, vocab_size: int, val_fraction: floa
 def build(name: str, dataset: str = "bbc", data_dir: str | None = None, seq_len: int = 256, vocab_size: int = 8000, val_fraction: float = 0.1, test_fraction: float = 0.2, split_seed: int = 0, label_smoothing: float = 0.0) -> ClassificationTask:
     """The news-topic task (``conf/task/news_topic.yaml``)."""
     loader = partial(load, data_dir, seq_len, vocab_size, val_fraction, test_fraction, split_seed)
-    return ClassificationTask(name, dataset, loader, label_smoothing=label_smoothing)
+    return ClassificationTask(name, dataset, loader, label_smoothing=label_smoothing, max_len=seq_len)

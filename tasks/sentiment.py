@@ -111,4 +111,4 @@ def load(dataset: str, data_dir: str | None, vocab_size: int, max_len: int, val_
 def build(name: str, dataset: str, data_dir: str | None = None, vocab_size: int = 8000, max_len: int = 64, val_fraction: float = 0.1, test_fraction: float = 0.1, split_seed: int = 0, label_smoothing: float = 0.0) -> ClassificationTask:
     """The sentiment task (``conf/task/sentiment.yaml``)."""
     loader = partial(load, dataset, data_dir, vocab_size, max_len, val_fraction, test_fraction, split_seed)
-    return ClassificationTask(name, dataset, loader, label_smoothing=label_smoothing)
+    return ClassificationTask(name, dataset, loader, label_smoothing=label_smoothing, max_len=max_len)

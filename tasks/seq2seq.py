@@ -8,6 +8,7 @@ which split or extra test set an example came from.
 """
 from __future__ import annotations
 
+import copy
 import json
 import random
 from collections import defaultdict
@@ -23,6 +24,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from suite.datadir import DataError
+from suite.decode import greedy
 from suite.models.seq2seq import Seq2Seq, build_seq2seq
 from suite.text import BOS, EOS, PAD, decode, encode
 from suite.types import Batch
@@ -183,6 +185,7 @@ class Seq2SeqTask:
         if self.data is not None:
             return
         self.data = self.load()
+        self.examples, self.groups, self.datasets, self.outputs = [], [], {}, {}
         for split, pairs in self.data.splits.items():
             if split == "val" and self.val_limit is not None:
                 pairs = pairs[: self.val_limit]
@@ -263,7 +266,31 @@ class Seq2SeqTask:
     def loss(self, model: nn.Module, batch: Batch) -> Tensor:
         return self.token_loss(model, batch, self.label_smoothing)
 
+    # --- speed (suite.types.Infers, Generates) -------------------------------------------------
+
+    def infer(self, model: nn.Module, batch: Batch) -> Tensor:
+        """The teacher-forced pass over source and target, (B, T + 1, V): the forward half of a training step."""
+        return model(batch.inputs, batch.pad_mask, batch.targets[:, :-1])
+
+    def generate(self, model: nn.Module, batch: Batch, cache: bool = True) -> list[list[int]]:
+        """Greedy decoding of exactly ``max_target_len`` tokens per source (EOS never ends a sequence early)."""
+        return greedy(model, batch.inputs, batch.pad_mask, bos=self.special(BOS), eos=-1, max_len=self.max_target_len, cache=cache)
+
     # --- evaluation ----------------------------------------------------------------------------
+
+    def for_evaluation(self) -> "Seq2SeqTask":
+        """This task with validation decoded by ``search`` too (``job=evaluate``; suite.types.EvaluationVariant)."""
+        if self.data is not None:
+            raise RuntimeError("for_evaluation() is called before setup(): the variant loads its own data")
+        variant = copy.copy(self)  # before setup nothing is shared but settings: setup assigns every container anew
+        variant.val_search = self.search
+        return variant
+
+    def evaluation_setting(self) -> str:
+        """The test search in words: 'beam_search beam_size 4, length_penalty 0.6, ...'."""
+        func = getattr(self.search, "func", self.search)
+        options = getattr(self.search, "keywords", {})
+        return " ".join([func.__name__, ", ".join(f"{k} {v}" for k, v in options.items())]).strip()
 
     def hypotheses(self, model: nn.Module, batch: Batch) -> list[str]:
         """Generated texts for a batch: decoded by search, or produced directly by a model of strings."""

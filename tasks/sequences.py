@@ -259,4 +259,4 @@ def build(name: str, dataset: str, data: Mapping[str, Any], data_dir: str | None
     """A sequence-classification task (``conf/task/protein.yaml``, ``conf/task/dna.yaml``) over the dataset ``data``."""
     source = SequenceSource.from_config(data)
     loader = partial(load, source, data_dir, kmer, stride, max_len, split_seed)
-    return ClassificationTask(name, dataset, loader, label_smoothing=label_smoothing, metrics=metrics, primary_metric=primary_metric, artifacts=artifacts)
+    return ClassificationTask(name, dataset, loader, label_smoothing=label_smoothing, metrics=metrics, primary_metric=primary_metric, artifacts=artifacts, max_len=max_len)

@@ -5,6 +5,7 @@ Tests that need ``data/`` skip when it is absent on a developer machine, but fai
 """
 from __future__ import annotations
 
+import gzip
 import os
 from pathlib import Path
 
@@ -76,3 +77,31 @@ def _seed_and_threads():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+# Sequence-to-sequence tasks at tiny size: small vocabularies, short sources, short generations,
+# and the first lines of each data file (they tokenize whole splits; test_*_data checks the full data).
+TINY_TASK = {
+    "translation": ["task.vocab_size=500", "task.max_target_len=12"],
+    "summarization": ["task.vocab_size=500", "task.max_source_len=64", "task.max_target_len=12"],
+}
+SUBSET_LINES = 400
+
+
+@pytest.fixture(scope="module")
+def subset_data(tmp_path_factory) -> Path:
+    """A data directory with the first lines of every Multi30k and AESLC file, in the real layout and format."""
+    root = tmp_path_factory.mktemp("data")
+    for folder in (("translation", "multi30k"), ("summarization", "aeslc")):
+        source = need_data(*folder)
+        target = root.joinpath(*folder)
+        target.mkdir(parents=True)
+        for path in sorted(source.glob("*.gz")):
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                head = [line for _, line in zip(range(SUBSET_LINES), f)]
+            with gzip.open(target / path.name, "wt", encoding="utf-8") as f:
+                f.writelines(head)
+        for path in sorted(source.glob("*.jsonl")):
+            with open(path, encoding="utf-8") as f:
+                (target / path.name).write_text("".join(line for _, line in zip(range(SUBSET_LINES), f)), encoding="utf-8")
+    return root

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,7 @@ import torch.multiprocessing as mp
 
 from suite.callbacks import Callback
 from suite.distributed import World
+from suite.results import RESULT_FILE, read_result
 from suite.schedules import warmup_cosine
 from suite.train import Trainer
 from tasks.long_range import build
@@ -72,3 +77,70 @@ def test_two_processes_with_half_batches_train_as_one_with_the_whole_batch(tmp_p
     assert one["steps"] == two["steps"] == 16 and two["world_size"] == 2
     assert two["losses"] == pytest.approx(one["losses"], rel=1e-4, abs=1e-5)  # the same global batches, gradients averaged
     assert two["val"] == pytest.approx(one["val"], rel=1e-4)  # validation: every example once, on rank 0
+
+
+# --- through the runner, as a user starts it: torchrun ------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["task=long_range", "task.problem=recall", "task.seq_len=8", "task.n_train=256", "task.n_val=64", "task.n_test=96", "model=lstm",
+        "model.d_model=32", "trainer=smoke", "trainer.max_steps=null", "trainer.limit_train_batches=null", "trainer.limit_eval_batches=null",
+        "trainer.max_epochs=2", "trainer.batch_size=8", "trainer.precision=fp32", "logger=none"]
+
+
+def torchrun(run_dir: Path, *extra: str, nproc: int = 2, wait: bool = True):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", f"--master_port={free_port()}", "-m", "suite.run",
+           *TINY, *extra, f"hydra.run.dir={run_dir}"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if not wait:
+        return proc
+    out = proc.communicate(timeout=600)[0]
+    return proc.returncode, out
+
+
+@pytest.mark.slow
+def test_torchrun_writes_one_record_with_the_whole_test_split(tmp_path):
+    code, out = torchrun(tmp_path)
+    assert code == 0, out[-3000:]
+    assert out.count("[ok]") == 1  # rank 0 alone reports
+    record = read_result(tmp_path / RESULT_FILE)
+    assert record.status == "ok" and record.world_size == 2 and record.backend == "gloo" and record.steps == 2 * 256 // 16
+    # Rank 0 scored every test example once: the saved best weights, scored by one process, give the same figures.
+    again = subprocess.run([sys.executable, "-m", "suite.run", *TINY, "job=evaluate", f"job.checkpoint={tmp_path}/checkpoints/best.pt",
+                            "job.splits=[test]", f"hydra.run.dir={tmp_path}/evaluate"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert read_result(tmp_path / "evaluate" / RESULT_FILE).metrics == {k: v for k, v in record.metrics.items() if not k.startswith("val_")}
+
+
+@pytest.mark.slow
+def test_ranks_with_different_configurations_fail_fast(tmp_path):
+    code, out = torchrun(tmp_path, "seed=${oc.env:RANK}")
+    assert code != 0 and "different configurations" in out
+    assert read_result(tmp_path / RESULT_FILE).status == "failed"
+
+
+@pytest.mark.slow
+def test_a_rank_that_dies_fails_the_job_with_a_record_and_no_hang(tmp_path):
+    proc = torchrun(tmp_path, "trainer.checkpoint_every_s=0", "trainer.max_epochs=50", wait=False)
+    last = tmp_path / "checkpoints" / "last.pt"
+    deadline = time.monotonic() + 300
+    while not last.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:]
+        time.sleep(0.1)
+    rank1 = next(pid for pid in worker_pids(proc.pid) if environ(pid).get("RANK") == "1")
+    os.kill(rank1, signal.SIGKILL)
+    out = proc.communicate(timeout=300)[0]  # no hang: the job ends
+    assert proc.returncode != 0
+    record = read_result(tmp_path / RESULT_FILE)
+    # The next collective fails on the dead peer (even after torchrun's SIGTERM: interrupting needs the ranks' agreement).
+    assert record.status == "failed" and "Connection" in record.error, out[-3000:]
+
+
+def worker_pids(parent: int) -> list[int]:
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    return [int(c) for c in children]
+
+
+def environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode(errors="replace").split("=", 1) for item in raw if b"=" in item)

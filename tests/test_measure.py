@@ -6,7 +6,7 @@ from suite.measure import count_flops, peak_memory
 from suite.models.transformer import Encoder, EncoderLayer
 from suite.results import RESULT_FILE, read_result
 from suite.run import execute
-from tests.conftest import compose_config, shrink
+from tests.conftest import TINY_TASK, compose_config, shrink
 
 
 def speed_cfg(model: str, seq_len: int, *extra: str):
@@ -25,13 +25,30 @@ def test_speed_point_figures_are_positive_finite_with_spread(model, tmp_path):
     assert s["peak_mem_train_bytes"] > s["peak_mem_infer_bytes"] > 0
 
 
+@pytest.mark.parametrize("task", ["translation", "summarization"])
+@pytest.mark.parametrize("model", ["transformer", "lstm"])
+def test_speed_job_measures_a_sequence_to_sequence_model(task, model, tmp_path, subset_data):
+    # The task says how its model runs (a teacher-forced pass) and generates (greedy, with and without the cache).
+    cfg = shrink(compose_config(f"task={task}", f"model={model}", "job=speed", *TINY_TASK[task], f"data_dir={subset_data}",
+                                "job.min_time_s=0", "job.repeats=2", "job.warmup=1", "job.measure_peak=false", "job.batch_size=4"))
+    record = execute(cfg, tmp_path)
+    assert record.status == "ok", record.error
+    s = record.speed
+    assert record.seq_len == cfg.task.max_source_len and s["batch_size"] == 4
+    assert s["train_tokens_per_s"] > 0 and s["infer_tokens_per_s"] > 0 and s["peak_mem_train_bytes"] > s["peak_mem_infer_bytes"] > 0
+    assert s["flops_train_step"] > s["flops_infer"] > 0
+    assert s["generated_tokens"] == 4 * 12  # task.max_target_len tokens for each source, none ended early
+    assert s["generate_tokens_per_s"] > 0 and s["generate_uncached_tokens_per_s"] > 0
+    assert s["generate_cache_speedup"] == s["generate_tokens_per_s"] / s["generate_uncached_tokens_per_s"]
+
+
 def test_oom_point_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    import suite.speed
+    import suite.jobs.speed
 
     def out_of_memory(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
 
-    monkeypatch.setattr(suite.speed, "measure_model", out_of_memory)
+    monkeypatch.setattr(suite.jobs.speed, "measure_model", out_of_memory)
     assert execute(speed_cfg("transformer", 32), tmp_path / "a").status == "oom"
     monkeypatch.undo()
     assert execute(speed_cfg("transformer", 32), tmp_path / "b").status == "ok"
@@ -93,9 +110,9 @@ def test_resume_skips_finished_points(tmp_path, monkeypatch):
     cfg = shrink(compose_config("task=long_range", "model=lstm", "task.seq_len=16"))
     first = execute(cfg, tmp_path)
     assert first.status == "ok"
-    import suite.run
+    import suite.jobs.train
 
-    monkeypatch.setattr(suite.run, "train_job", lambda **kw: pytest.fail("a finished point ran again"))
+    monkeypatch.setattr(suite.jobs.train, "train_job", lambda **kw: pytest.fail("a finished point ran again"))
     again = execute(cfg, tmp_path)
     assert again.metrics == first.metrics and again.wall_seconds == first.wall_seconds
     changed = shrink(compose_config("task=long_range", "model=lstm", "task.seq_len=16", "seed=1"))

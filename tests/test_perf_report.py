@@ -48,10 +48,10 @@ def test_report_aggregates_seeds_and_failures(tmp_path, capsys):
 
 def test_report_shows_each_decoding_of_evaluated_weights_on_its_own_row(tmp_path):
     def rec(name, metrics, penalty):
-        config = {"job": {"_target_": "suite.run.evaluate_job", "checkpoint": "runs/lower/checkpoints/best.pt"}, "trainer": {"name": "quick"},
-                  "task": {"search": {"_target_": "suite.decode.beam_search", "_partial_": True, "beam_size": 4, "length_penalty": penalty}}}
-        ResultRecord(status="ok", task="summarization", dataset="aeslc", model="transformer", seed=0, seq_len=128, params=10,
-                     metrics=metrics, stop_reason="evaluated", config=config).write(tmp_path / name)
+        # The decoding's name comes from the record (what the task said it scored with), never from the task's config keys.
+        config = {"job": {"_target_": "suite.jobs.evaluate.evaluate_job", "checkpoint": "runs/lower/checkpoints/best.pt"}, "trainer": {"name": "quick"}}
+        ResultRecord(status="ok", task="summarization", dataset="aeslc", model="transformer", seed=0, seq_len=128, params=10, metrics=metrics,
+                     stop_reason="evaluated", scored_with=f"beam_search beam_size 4, length_penalty {penalty}", config=config).write(tmp_path / name)
 
     rec("a", {"rouge2": 6.0, "val_rouge2": 5.0}, 0.6)
     rec("b", {"rouge2": 7.0, "val_rouge2": 6.0}, 1.5)
@@ -94,6 +94,8 @@ def test_summary_line_gives_the_figures_of_every_job_kind():
     assert summary_line(ResultRecord(status="ok", metrics={"val_bleu": 30.0, "val_loss": 2.0}, **base)) == "val_bleu=30"  # job=evaluate on val alone
     assert summary_line(timed) == "L=64: train 1000 tok/s, infer 3000 tok/s, peak 2 MiB train, MFU 1.23%"
     assert summary_line(failed) == "OutOfMemoryError: x"
+    timed.speed |= {"generate_tokens_per_s": 500.0, "generate_cache_speedup": 2.5}  # a translation model's point
+    assert summary_line(timed).endswith("MFU 1.23%, generate 500 tok/s (2.50x the uncached)")
 
 
 def test_report_builds_its_files_from_a_multirun_made_here(tmp_path):
@@ -161,10 +163,13 @@ def test_variant_labels_name_only_what_differs():
 
 
 def test_headline_sets_models_side_by_side_marks_the_best_and_flags_cut_runs(tmp_path):
+    # What a model is (attention first, then recurrent) comes from its config, not its name.
+    built = {"transformer": {"attention": {"_target_": "x"}, "backbone": {"_target_": "y"}}, "lstm": {"backbone": {"_target_": "z"}}}
+
     def rec(name, model, acc, tok_s, cut=False):
         ResultRecord(status="ok", task="sentiment", dataset="sst2", model=model, seed=0, seq_len=64, params=10, metrics={"accuracy": acc, "macro_f1": acc - 0.01},
-                     speed={"train_tokens_per_s": tok_s, "infer_tokens_per_s": 3 * tok_s}, steps=50 if cut else 100, planned_steps=100,
-                     stop_reason="time_budget" if cut else "max_steps", precision="bf16", config={"trainer": {"name": "quick", "max_steps": 100}}).write(tmp_path / name)
+                     speed={"train_tokens_per_s": tok_s, "infer_tokens_per_s": 3 * tok_s}, steps=50 if cut else 100, planned_steps=100, stop_reason="time_budget" if cut else "max_steps",
+                     precision="bf16", config={"trainer": {"name": "quick", "max_steps": 100}, "model": built[model]}).write(tmp_path / name)
 
     rec("t", "transformer", 0.804, 25_000.0)
     rec("l", "lstm", 0.834, 175_200.0, cut=True)
@@ -214,3 +219,23 @@ def test_time_calls_keeps_timing_until_the_rounds_span_the_minimum():
     assert len(out["a"].samples) >= 20  # 2 ms calls: about 50 rounds to span 0.1 s, never just the 2 asked for
     capped = time_calls({"a": lambda: clock.sleep(0.002)}, device=torch.device("cpu"), warmup=0, repeats=2, min_seconds=10.0, max_repeats=5)
     assert len(capped["a"].samples) == 5
+
+
+def test_a_new_task_needs_no_name_in_the_report(tmp_path):
+    # A task the report has never heard of: its headline metric is the one its records name, and
+    # trained at two lengths it is plotted against length (and left out of the per-domain bars).
+    from suite.plots import domain_bars, length_studies, primary
+
+    def rec(task, length, model="m"):
+        return ResultRecord(status="ok", task=task, dataset="d", model=model, seed=0, seq_len=length, metrics={"a_score": 0.1, "z_score": 0.7 + length / 1000},
+                            primary_metric="z_score", config={"model": {"backbone": {"_target_": "x"}}})
+
+    swept, single = [rec("newtask", 16), rec("newtask", 32)], [rec("other", 16)]
+    assert primary(swept[0]) == ("z_score", 0.716) and primary(ResultRecord(status="ok", task="t", dataset="d", model="m", seed=0, metrics={"b": 1.0, "a": 2.0})) == ("a", 2.0)
+    assert length_studies(swept + single) == {("newtask", "d")}
+    for i, r in enumerate(swept + single):
+        r.write(tmp_path / "runs" / str(i))
+    assert report_main([str(tmp_path / "runs"), "--name", "t", "--out", str(tmp_path / "results")]) == 0
+    assert (tmp_path / "results" / "t" / "accuracy_vs_length.png").exists() and (tmp_path / "results" / "t" / "domains.png").exists()
+    assert "| newtask | d | 16 |" in (tmp_path / "results" / "t" / "results.md").read_text()
+    assert domain_bars(swept, tmp_path / "bars.png") is None  # a length study has its own figure

@@ -1,5 +1,4 @@
 """End to end through the runner: every task and model writes a valid result.json."""
-import gzip
 import json
 import os
 import subprocess
@@ -11,7 +10,7 @@ from hydra.utils import instantiate
 
 from suite.results import RESULT_FILE, read_result
 from suite.run import execute
-from tests.conftest import CONF, compose_config, need_data, shrink
+from tests.conftest import CONF, TINY_TASK, compose_config, need_data, shrink
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = sorted(p.stem for p in (CONF / "task").glob("*.yaml"))
@@ -32,32 +31,6 @@ DATASETS = [
     ("protein", "task/data=amp_scanner_v2", ("protein", "amp_scanner_v2")),
     ("dna", "task/data=uci_splice_junction", ("dna", "uci_splice_junction")),
 ]
-# Sequence-to-sequence tasks at tiny size: small vocabularies, short sources, short generations,
-# and the first lines of each data file (they tokenize whole splits; test_*_data checks the full data).
-TINY_TASK = {
-    "translation": ["task.vocab_size=500", "task.max_target_len=12"],
-    "summarization": ["task.vocab_size=500", "task.max_source_len=64", "task.max_target_len=12"],
-}
-SUBSET_LINES = 400
-
-
-@pytest.fixture(scope="module")
-def subset_data(tmp_path_factory) -> Path:
-    """A data directory with the first lines of every Multi30k and AESLC file, in the real layout and format."""
-    root = tmp_path_factory.mktemp("data")
-    for folder in (("translation", "multi30k"), ("summarization", "aeslc")):
-        source = need_data(*folder)
-        target = root.joinpath(*folder)
-        target.mkdir(parents=True)
-        for path in sorted(source.glob("*.gz")):
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                head = [line for _, line in zip(range(SUBSET_LINES), f)]
-            with gzip.open(target / path.name, "wt", encoding="utf-8") as f:
-                f.writelines(head)
-        for path in sorted(source.glob("*.jsonl")):
-            with open(path, encoding="utf-8") as f:
-                (target / path.name).write_text("".join(line for _, line in zip(range(SUBSET_LINES), f)), encoding="utf-8")
-    return root
 METRIC_RANGE = {"accuracy": (0.0, 1.0), "bleu": (0.0, 100.0), "rougeL": (0.0, 100.0)}  # each task's primary metric
 REQUIRED = {"status", "task", "dataset", "model", "seq_len", "params", "seed", "metrics", "speed", "train_seconds", "steps", "device", "versions", "git_commit", "config"}
 
@@ -270,9 +243,10 @@ def test_evaluate_job_decodes_validation_with_the_search_it_scores():
     from functools import partial
 
     from suite.decode import beam_search
-    from suite.run import evaluation_task
+    from suite.jobs.evaluate import evaluation_task
 
     task = evaluation_task(compose_config("task=summarization", "task.search.length_penalty=1.7").task)
     assert isinstance(task.val_search, partial) and task.val_search.func is beam_search
     assert task.val_search.keywords["length_penalty"] == 1.7
+    assert task.evaluation_setting() == "beam_search beam_size 4, length_penalty 1.7, no_repeat_ngram 0, min_len 0"  # the record's scored_with
     assert evaluation_task(compose_config("task=sentiment").task).name == "sentiment"  # a task that does not decode is unchanged

@@ -40,3 +40,25 @@ def test_rt_polarity_decodes_cp1252_and_splits_on_newline_only():
     splits = rt_polarity_splits(None, 0.1, 0.1, split_seed=0)
     assert sum(len(t) for t, _ in splits.values()) <= 10662
     assert not set(splits["train"][0]) & set(splits["test"][0])
+
+
+def test_a_byte_that_is_not_utf8_names_file_and_line(tmp_path):
+    from suite.datadir import DataError
+    from tasks.sentiment import read_sst2
+
+    path = tmp_path / "train.tsv"
+    path.write_bytes(b"sentence\tlabel\ngood film \t1\nna\xefve \xff film \t0\nfine \t1\n")  # 0xef starts a 3-byte sequence 0xff cannot continue
+    with pytest.raises(DataError, match=rf"^{path}:3: byte 0xef at column 3 is not UTF-8"):
+        read_sst2(path)
+
+
+def test_a_label_that_is_not_an_integer_names_file_and_line(tmp_path):
+    # Beyond the parser's first block of rows (10,000 in datasets' CSV reader) the column was
+    # inferred as integers, and a later 'positive' failed in Arrow naming no line.
+    from suite.datadir import DataError
+    from tasks.sentiment import read_sst2
+
+    path = tmp_path / "train.tsv"
+    path.write_text("sentence\tlabel\n" + "".join(f"film {i} \t{i % 2}\n" for i in range(12_000)) + "a fine film \tpositive\n")
+    with pytest.raises(DataError, match=rf"^{path}:12002: label 'positive' is not one of \['0', '1'\]"):
+        read_sst2(path)

@@ -1,9 +1,9 @@
-"""The gradient-flow probe: how much the loss can feel an input at distance d from the output.
+"""``job=gradient_flow``: how much the loss can feel an input at distance d from the output.
 
 For each position t of the input, the norm of d(loss)/d(x_t), where x_t is the embedded input
 (before positions), averaged over sequences and over independently initialised models. For
 an RNN read at its last state the norm decays with the distance d = L - 1 - t (the vanishing
-gradient); attention reaches every position in one step. Used as ``job=gradient_flow``.
+gradient); attention reaches every position in one step.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
+from suite.jobs.prepare import Prepared, model_on, ready
 from suite.models.model import count_parameters
 from suite.types import Batch
 
@@ -43,23 +44,19 @@ def gradient_flow_job(cfg: DictConfig, device: torch.device, run_dir: Any, track
         batch_size: sequences per model.
         train_mode: measure with dropout on (default off: the clean signal path).
     """
-    task = instantiate(cfg.task)
-    task.setup()
+    task = ready(instantiate(cfg.task))
     batch = next(iter(task.loaders(batch_size, cfg.seed, eval_batch_size=batch_size)["test"])).to(device)
     norms = []
     for k in range(n_models):
-        torch.manual_seed(cfg.seed + k)
-        model = task.build_model(cfg.model).to(device).train(train_mode)
+        torch.manual_seed(cfg.seed + k)  # each model its own initialisation, the same on every run
+        model = model_on(task, cfg.model, device).train(train_mode)
         norms.append(input_gradient_norms(model, task, batch))
     by_position = torch.stack(norms).mean(dim=0)  # (L,)
     by_distance = by_position.flip(0)  # distance 0 = the last position, where a recurrent reader is read out
     relative = by_distance / by_distance[0].clamp(min=1e-30)
     tracker.summary({"grad_norm_at_max_distance_relative": relative[-1].item()})
     return {
-        "status": "ok",
-        "dataset": task.dataset,
-        "seq_len": task.seq_len(),
-        "params": count_parameters(model),
+        **Prepared(task, model, count_parameters(model)).ok_fields(),
         "steps": 0,
         "metrics": {"grad_norm_relative_at_max_distance": relative[-1].item()},
         "curves": {"grad_norm_by_distance": by_distance.tolist(), "grad_norm_relative_by_distance": relative.tolist()},

@@ -1,0 +1,69 @@
+"""The set-up every job shares: the task with its data, the model on the device, and the record fields they fix."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+from torch import nn
+
+from suite.models.model import count_parameters
+from suite.types import Task
+
+log = logging.getLogger("suite.jobs")
+
+
+def model_label(model_cfg: DictConfig) -> str:
+    """The model's name in records and logs; a copy head is part of it ('transformer+copy'): it changes the architecture."""
+    return f"{model_cfg.name}+copy" if model_cfg.get("copy") is not None else str(model_cfg.name)
+
+
+def ready(task: Task) -> Task:
+    """The task with its data loaded (``setup`` is idempotent)."""
+    task.setup()
+    return task
+
+
+def model_on(task: Task, model_cfg: DictConfig, device: torch.device) -> nn.Module:
+    """The task's model (its embedding and head around the configured backbone), on ``device``."""
+    return task.build_model(model_cfg).to(device)
+
+
+@dataclass
+class Prepared:
+    """A task with its data and a model on the device: what a job starts from."""
+
+    task: Task
+    model: nn.Module
+    params: int
+
+    def ok_fields(self) -> dict[str, Any]:
+        """The record fields every finished job on a task shares."""
+        return dict(status="ok", dataset=self.task.dataset, seq_len=self.task.seq_len(), params=self.params,
+                    split_sizes=self.task.split_sizes(), primary_metric=self.task.primary_metric)
+
+
+def prepare(cfg: DictConfig, device: torch.device, task: Task | None = None) -> Prepared:
+    """Instantiate ``cfg.task`` (or take ``task``, e.g. a variant of it), load its data, build ``cfg.model`` on ``device``."""
+    task = ready(task if task is not None else instantiate(cfg.task))
+    model = model_on(task, cfg.model, device)
+    params = count_parameters(model)
+    log.info("%s/%s on %s: %d parameters, splits %s", task.name, model_label(cfg.model), device, params, task.split_sizes())
+    return Prepared(task, model, params)
+
+
+def planned_fields(task_cfg: DictConfig) -> dict[str, Any]:
+    """What a task's configuration fixes before any data is read: the dataset and the length.
+
+    For the record of a run that failed before its job could say more, so a failed point keeps
+    its place on a length axis. Instantiating a task reads no data; a task that cannot even be
+    instantiated fixes nothing.
+    """
+    try:
+        task = instantiate(task_cfg)
+        return {"dataset": str(task.dataset), "seq_len": task.seq_len()}
+    except Exception:  # noqa: BLE001 - the record already holds the run's own error
+        return {}

@@ -1,0 +1,44 @@
+"""``job=train``: fit on the training split, select on validation, evaluate test once."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+
+from suite import distributed
+from suite.jobs.prepare import prepare
+from suite.train import resume_identity
+from suite.tracking import Tracker
+from suite.types import WritesArtifacts
+
+
+def written_artifacts(task: Any, model: torch.nn.Module, run_dir: Path, device: torch.device) -> list[str]:
+    """The files the task writes about the finished run (where it writes any), relative to ``run_dir``."""
+    paths = task.write_artifacts(model, run_dir, device) if isinstance(task, WritesArtifacts) else []
+    return [str(Path(p).relative_to(run_dir)) for p in paths]
+
+
+def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker) -> dict[str, Any]:
+    """Fit on the training split, select on validation, evaluate test once with the fitted model; returns the record's fields.
+
+    Under torchrun every rank trains; rank 0 alone scores test (each example once) and its record counts.
+    """
+    world = distributed.current()
+    prepared = prepare(cfg, device)
+    task = prepared.task
+    trainer = instantiate(cfg.trainer)
+    fit = trainer.fit(prepared.model, task, device, cfg.seed, checkpoint_dir=run_dir / "checkpoints", tracker=tracker,
+                      identity=resume_identity(cfg), world=world)
+    fields = dict(**prepared.ok_fields(), train_seconds=fit.train_seconds, steps=fit.steps, epochs=fit.epochs, stop_reason=fit.stop_reason,
+                  planned_steps=fit.planned_steps, precision=fit.precision, resumed_at=fit.resumed_at, world_size=world.size,
+                  backend=world.backend)
+    if not world.main:
+        return fields | {"speed": fit.speed}
+    test, infer = trainer.score(fit.model, task, device, cfg.seed, "test")
+    speed = fit.speed | infer
+    tracker.summary({f"test/{k}": v for k, v in test.items()} | {f"speed/{k}": v for k, v in speed.items()} | {"params": prepared.params})
+    return fields | dict(metrics={**test, **{f"val_{k}": v for k, v in fit.val.items()}}, speed=speed,
+                         artifacts=written_artifacts(task, fit.model, run_dir, device))
