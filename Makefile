@@ -82,11 +82,11 @@ gpu-check: data ## On a GPU machine (< 5 min): numerics tests on CUDA, a bf16 sm
 	set -o pipefail; SUITE_TEST_DEVICE=$(GPU_CHECK_DEVICE) $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_encoder_reference.py tests/test_attention.py \
 	  tests/test_attention_variants.py tests/test_vit.py 2>&1 | tail -3 | tee -a $(GPU_CHECK_DIR)/summary.txt
 	set -o pipefail; $(RUN) -m task=sentiment,protein,dna,image,translation,summarization,news_topic,long_range model=transformer trainer=smoke \
-	  trainer.precision=bf16 device=$(GPU_CHECK_DEVICE) logger=none hydra.sweep.dir=$(GPU_CHECK_DIR)/smoke | grep '^\[' | tee -a $(GPU_CHECK_DIR)/summary.txt
+	  trainer.precision=bf16 device=$(GPU_CHECK_DEVICE) logger=none hydra.sweep.dir=$(GPU_CHECK_DIR)/smoke | grep -E '^\[(ok|failed|diverged|oom|timeout|skipped|interrupted)\]' | tee -a $(GPU_CHECK_DIR)/summary.txt
 	set -o pipefail; $(RUN) job=speed task=long_range task.seq_len=1024 model=transformer device=$(GPU_CHECK_DEVICE) logger=none \
-	  hydra.run.dir=$(GPU_CHECK_DIR)/speed | grep '^\[' | tee -a $(GPU_CHECK_DIR)/summary.txt
+	  hydra.run.dir=$(GPU_CHECK_DIR)/speed | grep -E '^\[(ok|failed|diverged|oom|timeout|skipped|interrupted)\]' | tee -a $(GPU_CHECK_DIR)/summary.txt
 	set -o pipefail; $(VENV)/bin/torchrun --nproc_per_node=1 -m suite.run task=sentiment model=transformer trainer=smoke device=$(GPU_CHECK_DEVICE) \
-	  logger=none hydra.run.dir=$(GPU_CHECK_DIR)/torchrun | grep '^\[' | tee -a $(GPU_CHECK_DIR)/summary.txt
+	  logger=none hydra.run.dir=$(GPU_CHECK_DIR)/torchrun | grep -E '^\[(ok|failed|diverged|oom|timeout|skipped|interrupted)\]' | tee -a $(GPU_CHECK_DIR)/summary.txt
 	@echo "gpu-check: figures in $(GPU_CHECK_DIR)/summary.txt"
 
 bench-full: data ## The full benchmark: trainer=full on every task, full sweeps (hours on a CPU; meant for a GPU)
