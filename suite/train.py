@@ -208,7 +208,7 @@ class Trainer:
         progress: bool = True,
         checkpoint_every_s: float | None = 600.0,
         resume: str = "auto",
-        decay: str = "all",
+        decay: str = "matrices",
     ) -> None:
         if precision not in numerics.PRECISIONS:
             raise ValueError(f"trainer.precision must be one of {numerics.PRECISIONS}, got {precision!r}")
