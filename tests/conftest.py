@@ -5,7 +5,9 @@ Tests that need ``data/`` skip when it is absent on a developer machine, but fai
 """
 from __future__ import annotations
 
+import json
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -69,3 +71,35 @@ def _seed_and_threads():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+# --- language models -------------------------------------------------------------------------
+
+LM_VOCAB = 50
+WORDS = "the minister said shares rose sharply after the company reported profits in london on monday while fans cheered a new film".split()
+TINY_LM = ["task.seq_len=16", "task.stride=8", "task.vocab_size=300"]  # task=language_model at tiny size
+
+
+@pytest.fixture(scope="session")
+def bbc_dir(tmp_path_factory) -> Path:
+    """A data directory with a small made-up BBC file in the real format, with one repeated article and one repeated body."""
+    root = tmp_path_factory.mktemp("lmdata")
+    rng = random.Random(0)
+    rows = []
+    for i in range(60):
+        body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 120))) + ". £5 café"
+        rows.append({"id": f"x/{i}", "category": ["business", "entertainment", "politics", "sport", "tech"][i % 5], "title": f"Story {i}", "article": f"Story {i}\n\n{body}", "summary": body[:40]})
+    rows.append(dict(rows[3]))  # the same article twice
+    rows.append({**rows[7], "article": "Another title\n\n" + rows[7]["article"].split("\n\n", 1)[1]})  # one body under two titles
+    folder = root / "summarization" / "bbc_news_summary"
+    folder.mkdir(parents=True)
+    (folder / "bbc_news_summary.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return root
+
+
+def tiny_lm(model: str, *overrides: str, context: int = 16) -> torch.nn.Module:
+    """A language model of ``model`` (a config name plus overrides) at tiny size, random weights, in eval mode."""
+    from suite.models.language_model import build_language_model
+
+    cfg = shrink(compose_config("task=language_model", f"model={model}", *overrides))
+    return build_language_model(cfg.model, LM_VOCAB, context).eval()
