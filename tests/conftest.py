@@ -82,7 +82,7 @@ TINY_LM = ["task.seq_len=16", "task.stride=8", "task.vocab_size=300"]  # task=la
 
 @pytest.fixture(scope="session")
 def bbc_dir(tmp_path_factory) -> Path:
-    """A data directory with a small made-up BBC file in the real format, with one repeated article and one repeated body."""
+    """A data directory with small made-up BBC News and AESLC files in the real formats, with repeated texts."""
     root = tmp_path_factory.mktemp("lmdata")
     rng = random.Random(0)
     rows = []
@@ -94,6 +94,11 @@ def bbc_dir(tmp_path_factory) -> Path:
     folder = root / "summarization" / "bbc_news_summary"
     folder.mkdir(parents=True)
     (folder / "bbc_news_summary.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    emails = root / "summarization" / "aeslc"  # and AESLC, with a body repeated in a split and across splits
+    emails.mkdir(parents=True)
+    bodies = [" ".join(rng.choice(WORDS) for _ in range(30)) for _ in range(30)]
+    for name, picked in (("train", bodies[:20] + bodies[:2]), ("dev", bodies[20:25] + bodies[3:4]), ("test", bodies[25:])):
+        (emails / f"{name}.jsonl").write_text("".join(json.dumps({"id": str(i), "email_body": b, "subject": "s"}) + "\n" for i, b in enumerate(picked)))
     return root
 
 

@@ -50,7 +50,13 @@ def test_first_occurrences_keep_a_repeated_text_in_its_first_split_only():
     assert splits == {"train": ["a", "b"], "val": ["c"], "test": ["d"]}
 
 
-def test_aeslc_bodies_are_in_one_split_each():
+def test_aeslc_keeps_each_body_once_in_its_first_split(bbc_dir):
+    corpus = load("aeslc", str(bbc_dir), "bpe", 300, 0.1, 0.1, 0)
+    assert [len(corpus.documents[s]) for s in ("train", "val", "test")] == [20, 5, 5]  # repeats dropped: 2 in train, 1 in dev
+    assert int((corpus.streams["test"] == corpus.eos_id).sum()) == 6
+
+
+def test_real_aeslc_bodies_are_in_one_split_each():
     need_data("summarization", "aeslc")
     from tasks.language_model import aeslc_documents
 
