@@ -4,7 +4,9 @@ The same test targets are scored again and again, each time given only the last 
 before each of them, for every c in ``contexts`` up to the model's training context (which is
 always measured too). Perplexity falls as c grows until the model stops using what lies further
 back; the record gives the curve and the shortest c whose perplexity is within ``tolerance``
-(1 %) of the longest context's: where the model stops improving.
+(1 %) of the best on the curve: where the model stops improving. (The best, not the longest
+context's: a weak model can do slightly worse with more context than with some, and the longest
+context's figure would then credit it with needing none.)
 
     python -m suite.run -m experiment=context_use                                  # trains, then measures each model
     python -m suite.run task=language_model job=context_use job.checkpoint=<run dir>/checkpoints/best.pt
@@ -23,9 +25,9 @@ from suite.trained import trained_model
 
 
 def saturation(contexts: list[int], perplexities: list[float], tolerance: float) -> int:
-    """The shortest context whose perplexity is within ``tolerance`` (relative) of the longest context's."""
-    final = perplexities[-1]
-    return next(c for c, p in zip(contexts, perplexities) if p <= final * (1 + tolerance))
+    """The shortest context whose perplexity is within ``tolerance`` (relative) of the best one's."""
+    best = min(perplexities)
+    return next(c for c, p in zip(contexts, perplexities) if p <= best * (1 + tolerance))
 
 
 def context_use_job(
@@ -49,7 +51,7 @@ def context_use_job(
         n_targets: targets drawn (seeded by ``cfg.seed``) among those with the longest context available.
         batch_size: windows per forward pass.
         split: 'test' or 'val'.
-        tolerance: relative perplexity gap that counts as "no longer improving".
+        tolerance: relative gap to the best perplexity on the curve that counts as "no longer improving".
     """
     task, model, fields = trained_model(cfg, device, run_dir, tracker, checkpoint, job="context_use")
     trained_for = task.seq_len()

@@ -40,3 +40,11 @@ def test_lm_report_draws_the_figures(tmp_path, bbc_dir):
     assert main([str(tmp_path / "runs"), "--out", str(tmp_path / "out")]) == 0
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"lm.md", "lm.csv", "context_use.png", "generation_cost.png"}
     assert "stops improving at" in (tmp_path / "out" / "lm.md").read_text()
+
+
+def test_saturation_is_where_the_curve_comes_within_tolerance_of_its_best():
+    from suite.context_use import saturation
+
+    assert saturation([10, 25, 50, 100], [200.0, 150.0, 120.0, 119.0], 0.01) == 50
+    assert saturation([10, 25, 50, 100], [194.0, 187.0, 188.0, 193.0], 0.01) == 25  # worse at the full window: the best counts
+    assert saturation([10, 25], [100.0, 120.0], 0.01) == 10
