@@ -51,8 +51,11 @@ def test_cached_and_uncached_generation_agree(spec):
     assert torch.equal(*sampled)
 
 
+def state_bytes(state: dict[str, torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in state.values())
+
+
 def test_state_size_is_constant_for_recurrent_and_linear_bounded_for_local_growing_for_full():
-    
     def sizes(*spec):
         net = tiny_lm(*spec, context=64)
         return [state_bytes(net.step(torch.randint(4, V, (1, t)), 0, {})[1]) for t in (8, 16, 32)]
