@@ -35,6 +35,28 @@ def train_bpe(texts: Iterable[str], vocab_size: int, lowercase: bool = False, mi
     return tok
 
 
+def train_byte_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> Tokenizer:
+    """A byte-level BPE (GPT-2's): every UTF-8 byte is in the vocabulary, so nothing is unknown and
+    ``tok.decode(ids)`` gives the text back byte for byte (no normalisation). [PAD]=0 .. [EOS]=3.
+
+    ``vocab_size`` = 256 + 4 (the bytes and the specials) learns no merges: plain bytes.
+    """
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    if vocab_size < len(alphabet) + len(SPECIALS):
+        raise ValueError(f"a byte-level vocabulary needs at least {len(alphabet) + len(SPECIALS)} entries (256 bytes and {len(SPECIALS)} specials), got {vocab_size}")
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIALS, initial_alphabet=alphabet, show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer)
+    return tok
+
+
+def byte_lengths(tok: Tokenizer) -> list[int]:
+    """UTF-8 bytes each id of a byte-level tokenizer stands for (one character per byte); 0 for the specials."""
+    return [0 if (t := tok.id_to_token(i)) in SPECIALS else len(t) for i in range(tok.get_vocab_size())]
+
+
 def encode(tok: Tokenizer, texts: list[str]) -> list[list[int]]:
     """Batch-encode texts to id lists (no special tokens)."""
     return [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]

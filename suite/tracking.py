@@ -13,6 +13,10 @@ class Tracker(Protocol):
 
     def summary(self, values: dict[str, Any]) -> None: ...
 
+    def table(self, key: str, columns: list[str], rows: list[list[Any]]) -> None:
+        """A table of rows (e.g. generated samples), one list of values per row in ``columns`` order."""
+        ...
+
     def finish(self, exit_code: int = 0) -> None: ...
 
 
@@ -25,6 +29,9 @@ class NullTracker:
         pass
 
     def summary(self, values: dict[str, Any]) -> None:
+        pass
+
+    def table(self, key: str, columns: list[str], rows: list[list[Any]]) -> None:
         pass
 
     def finish(self, exit_code: int = 0) -> None:
@@ -69,6 +76,11 @@ class WandbTracker:
     def summary(self, values: dict[str, Any]) -> None:
         for key, value in values.items():
             self._run.summary[key] = value
+
+    def table(self, key: str, columns: list[str], rows: list[list[Any]]) -> None:
+        import wandb
+
+        self._run.log({key: wandb.Table(columns=columns, data=rows)})
 
     def finish(self, exit_code: int = 0) -> None:
         self._run.finish(exit_code=exit_code)

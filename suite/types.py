@@ -60,6 +60,29 @@ State = dict[str, Tensor]
 """Generation state: batch-first tensors only, so beam search reorders any model's state alike."""
 
 
+def scoped(state: State, prefix: str) -> State:
+    """The entries of ``state`` under ``prefix`` (e.g. one layer's), with the prefix taken off."""
+    return {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+
+
+def prefixed(state: State, prefix: str) -> State:
+    """``state`` with ``prefix`` put before every key: the inverse of ``scoped``."""
+    return {prefix + k: v for k, v in state.items()}
+
+
+@runtime_checkable
+class CausalBackbone(Backbone, Protocol):
+    """A Backbone in which position t reads positions <= t only, and can go on one step at a time
+    (a language model's body: the causal Transformer stack, a unidirectional RNN)."""
+
+    def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
+        """The next positions x (B, t, D) after those in ``state`` ({} at the start) -> ((B, t, D), the new state).
+
+        Equals the matching positions of ``__call__`` on the whole sequence, at the cost of the new positions only.
+        """
+        ...
+
+
 @runtime_checkable
 class Decoder(Protocol):
     """Target side of a sequence-to-sequence model: Transformer decoder, recurrent decoder with attention."""
@@ -126,6 +149,31 @@ class Task(Protocol):
         After ``setup``: the data's, never above the configured one (60 for 60-nt DNA windows
         configured with ``max_len: 512``).
         """
+        ...
+
+
+@runtime_checkable
+class LanguageTask(Task, Protocol):
+    """A ``Task`` over text streams (``tasks.next_token``): what generation and the context-use measurement read."""
+
+    def eos_id(self) -> int:
+        """The id that ends a document; a stream opens with it, so a prompt starts with it too."""
+        ...
+
+    def encode(self, text: str) -> list[int]:
+        """Text -> ids (no special tokens)."""
+        ...
+
+    def decode(self, ids: list[int]) -> str:
+        """Ids -> text (special tokens dropped)."""
+        ...
+
+    def documents(self, split: str) -> list[str]:
+        """The raw texts of 'train', 'val' or 'test'."""
+        ...
+
+    def exact_context_batches(self, split: str, contexts: list[int], n_targets: int, batch_size: int, seed: int) -> dict[int, Iterable[Batch]]:
+        """Per context length c, batches scoring the same targets of ``split``, each with exactly c tokens before it."""
         ...
 
 

@@ -6,7 +6,9 @@ Tests that need ``data/`` skip when it is absent on a developer machine, but fai
 from __future__ import annotations
 
 import gzip
+import json
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -84,15 +86,16 @@ def _seed_and_threads():
 TINY_TASK = {
     "translation": ["task.vocab_size=500", "task.max_target_len=12"],
     "summarization": ["task.vocab_size=500", "task.max_source_len=64", "task.max_target_len=12"],
+    "language_model": ["task.vocab_size=500", "task.seq_len=32", "task.stride=16"],
 }
 SUBSET_LINES = 400
 
 
 @pytest.fixture(scope="module")
 def subset_data(tmp_path_factory) -> Path:
-    """A data directory with the first lines of every Multi30k and AESLC file, in the real layout and format."""
+    """A data directory with the first lines of every Multi30k, AESLC and BBC News file, in the real layout and format."""
     root = tmp_path_factory.mktemp("data")
-    for folder in (("translation", "multi30k"), ("summarization", "aeslc")):
+    for folder in (("translation", "multi30k"), ("summarization", "aeslc"), ("summarization", "bbc_news_summary")):
         source = need_data(*folder)
         target = root.joinpath(*folder)
         target.mkdir(parents=True)
@@ -105,3 +108,40 @@ def subset_data(tmp_path_factory) -> Path:
             with open(path, encoding="utf-8") as f:
                 (target / path.name).write_text("".join(line for _, line in zip(range(SUBSET_LINES), f)), encoding="utf-8")
     return root
+
+
+# --- language models -------------------------------------------------------------------------
+
+LM_VOCAB = 50
+WORDS = "the minister said shares rose sharply after the company reported profits in london on monday while fans cheered a new film".split()
+TINY_LM = ["task.seq_len=16", "task.stride=8", "task.vocab_size=300"]  # task=language_model at tiny size
+
+
+@pytest.fixture(scope="session")
+def bbc_dir(tmp_path_factory) -> Path:
+    """A data directory with small made-up BBC News and AESLC files in the real formats, with repeated texts."""
+    root = tmp_path_factory.mktemp("lmdata")
+    rng = random.Random(0)
+    rows = []
+    for i in range(60):
+        body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 120))) + ". £5 café"
+        rows.append({"id": f"x/{i}", "category": ["business", "entertainment", "politics", "sport", "tech"][i % 5], "title": f"Story {i}", "article": f"Story {i}\n\n{body}", "summary": body[:40]})
+    rows.append(dict(rows[3]))  # the same article twice
+    rows.append({**rows[7], "article": "Another title\n\n" + rows[7]["article"].split("\n\n", 1)[1]})  # one body under two titles
+    folder = root / "summarization" / "bbc_news_summary"
+    folder.mkdir(parents=True)
+    (folder / "bbc_news_summary.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    emails = root / "summarization" / "aeslc"  # and AESLC, with a body repeated in a split and across splits
+    emails.mkdir(parents=True)
+    bodies = [" ".join(rng.choice(WORDS) for _ in range(30)) for _ in range(30)]
+    for name, picked in (("train", bodies[:20] + bodies[:2]), ("dev", bodies[20:25] + bodies[3:4]), ("test", bodies[25:])):
+        (emails / f"{name}.jsonl").write_text("".join(json.dumps({"id": str(i), "email_body": b, "subject": "s"}) + "\n" for i, b in enumerate(picked)))
+    return root
+
+
+def tiny_lm(model: str, *overrides: str, context: int = 16) -> torch.nn.Module:
+    """A language model of ``model`` (a config name plus overrides) at tiny size, random weights, in eval mode."""
+    from suite.models.language_model import build_language_model
+
+    cfg = shrink(compose_config("task=language_model", f"model={model}", *overrides))
+    return build_language_model(cfg.model, LM_VOCAB, context).eval()

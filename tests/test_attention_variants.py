@@ -194,6 +194,41 @@ def test_linear_cached_steps_with_a_constant_state_equal_the_causal_pass():
     assert len(sizes) == 1  # the state does not grow with the prefix
 
 
+STEPPING = [n for n in VARIANTS if CACHE in make_core(n).capabilities or n == "local"]  # local keeps its window instead of a cache
+
+
+@pytest.mark.parametrize("name", STEPPING)
+def test_decode_step_in_chunks_equals_the_causal_pass(name):
+    # Generation reads a prompt in one step and then a position at a time; the core keeps its own state.
+    q, k, v = qkv()
+    core = make_core(name)
+    full = core(q, k, v, causal=True)
+    outs, state, start = [], {}, 0
+    for size in (5, 1, 1, 3, 1, 2):
+        out, state = core.decode_step(*(x[:, :, start : start + size] for x in (q, k, v)), state)
+        outs.append(out)
+        start += size
+    assert start == L and torch.allclose(torch.cat(outs, dim=2), full, atol=1e-5)
+
+
+def test_decoding_state_sizes_cache_grows_sums_constant_window_bounded():
+    def sizes(core):
+        state, seen = {}, []
+        for t in range(L):
+            _, state = core.decode_step(*(x[:, :, t : t + 1] for x in qkv()), state)
+            seen.append(sum(s.numel() for s in state.values()))
+        return seen
+
+    full, linear, local = sizes(make_core("full")), sizes(make_core("linear")), sizes(make_core("local", window=2))
+    assert full == [full[0] * (t + 1) for t in range(L)]
+    assert len(set(linear)) == 1 and local[1:] == [local[1]] * (L - 1) and local[1] == 2 * local[0]
+
+
+def test_a_core_without_a_decoding_state_is_named():
+    with pytest.raises(ValueError, match="'bigbird' cannot serve the step-by-step decoding"):
+        make_core("bigbird").decode_step(*qkv(), {})
+
+
 def test_performer_error_against_softmax_falls_as_features_grow():
     q, k, v = (0.5 * torch.randn(B, H, 32, D) for _ in range(3))
     pad = padding(32)

@@ -21,6 +21,7 @@ DATA_OF = {  # tasks that read files with their default dataset (long_range gene
     "news_topic": ("summarization", "bbc_news_summary"),
     "translation": ("translation", "multi30k"),
     "summarization": ("summarization", "aeslc"),
+    "language_model": ("summarization", "bbc_news_summary"),
 }
 # Every dataset config of the image and sequence tasks: (task, override, data it reads or None).
 DATASETS = [
@@ -31,7 +32,7 @@ DATASETS = [
     ("protein", "task/data=amp_scanner_v2", ("protein", "amp_scanner_v2")),
     ("dna", "task/data=uci_splice_junction", ("dna", "uci_splice_junction")),
 ]
-METRIC_RANGE = {"accuracy": (0.0, 1.0), "bleu": (0.0, 100.0), "rougeL": (0.0, 100.0)}  # each task's primary metric
+METRIC_RANGE = {"accuracy": (0.0, 1.0), "bleu": (0.0, 100.0), "rougeL": (0.0, 100.0), "neg_bits_per_byte": (-float("inf"), 0.0)}  # each task's primary metric
 REQUIRED = {"status", "task", "dataset", "model", "seq_len", "params", "seed", "metrics", "speed", "train_seconds", "steps", "device", "versions", "git_commit", "config"}
 
 
@@ -99,7 +100,10 @@ JOB_LIMITS = {  # measurement jobs, cut to one call
     "train_job": ["trainer.max_steps=1", "trainer.limit_train_batches=1", "trainer.limit_eval_batches=1", "trainer.eval_batch_size=16", "trainer.progress=false"],
     "speed_job": ["job.min_time_s=0", "job.repeats=1", "job.warmup=1", "job.measure_peak=false", "task.seq_len=32"],
     "gradient_flow_job": ["job.n_models=1", "job.batch_size=4", "task.seq_len=32"],
+    "context_use_job": ["trainer.max_steps=1", "trainer.limit_train_batches=1", "trainer.limit_eval_batches=1", "trainer.eval_batch_size=16", "trainer.progress=false", "job.contexts=[4,8]", "job.n_targets=8"],
+    "generation_cost_job": ["job.lengths=[4,8]", "job.compare_tokens=4", "job.prompt_tokens=2", "job.repeats=1", "job.warmup=0", "job.min_time_s=0", "job.vocab_size=40"],
 }
+TRAINS = {"train_job", "context_use_job"}  # jobs that fit a model (context_use without a checkpoint trains first)
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
@@ -112,7 +116,7 @@ def test_every_experiment_runs_a_step(experiment, tmp_path, request):
     cfg = shrink(compose_config(f"experiment={experiment}", "logger=none", *JOB_LIMITS[job], *tiny, tiny=False))  # its own trainer, cut short
     record = execute(cfg, tmp_path)
     assert record.status == "ok", record.error
-    assert record.steps == (1 if job == "train_job" else 0)
+    assert record.steps == (1 if job in TRAINS else 0)
 
 
 RECIPES = sorted(p.stem for p in (CONF / "recipe").glob("*.yaml"))

@@ -8,11 +8,17 @@ Every core is built by the attention layer as ``factory(n_heads=H, head_dim=Dh, 
 
 A core says what it can do in ``capabilities``; a layer that needs more refuses it at build
 time (``require``), with the variant and the missing capability named.
+
+Generating text one position at a time goes through ``decode_step``: the decoding state
+(the key/value cache of full attention, the running sums of linear attention, the window of
+local attention) belongs to the core, so a layer never knows which kind it holds.
 """
 from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+
+from suite.types import State
 
 PADDING = "padding mask"  # honours pad_mask: padded keys change no real output
 CAUSAL = "causal"  # causal=True: query i sees keys <= i only
@@ -39,6 +45,19 @@ class AttentionCore(nn.Module):
         super().__init__()
         self.dropout = dropout
         self.n_heads, self.head_dim, self.max_len = n_heads, head_dim, max_len
+
+    def decode_step(self, q: Tensor, k: Tensor, v: Tensor, state: State) -> tuple[Tensor, State]:
+        """New positions q, k, v (B, H, t, Dh) after those in ``state`` ({} at the start) -> (outputs (B, H, t, Dh), the state after them).
+
+        The default is the key/value cache: every past key and value is kept (the state grows
+        with the text) and the new queries attend to all of them, causally, aligned to the end,
+        so it serves any core that can do cached decoding. A core with a smaller state (linear:
+        running sums; local: the last window) overrides it.
+        """
+        require(self, {CACHE}, "step-by-step decoding")
+        if state:
+            k, v = torch.cat([state["k"], k], dim=2), torch.cat([state["v"], v], dim=2)  # (B, H, past + t, Dh)
+        return self(q, k, v, causal=q.size(-2) > 1), {"k": k, "v": v}
 
 
 def require(core: nn.Module, needs: set[str] | frozenset[str], role: str) -> None:

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from suite.attention.core import CACHE, CAUSAL, CROSS, PADDING, AttentionCore, positive_int
+from suite.types import State
 
 KernelState = tuple[Tensor, Tensor]  # S (B, H, F, Dv), z (B, H, F)
 
@@ -85,8 +86,19 @@ class LinearAttention(AttentionCore):
 
         The state (S (B, H, F, Dv), z (B, H, F)) has the same size at every step.
         """
+        out, after = self.decode_step(q, k, v, {} if state is None else {"s": state[0], "z": state[1]})
+        return out, (after["s"], after["z"])
+
+    def decode_step(self, q: Tensor, k: Tensor, v: Tensor, state: State) -> tuple[Tensor, State]:
+        """New positions q, k, v (B, H, t, Dh) after the state {'s': S, 'z': z} ({} at the start) -> ((B, H, t, Dh), the state after them).
+
+        The new positions see each other causally (prefix sums) and everything before through
+        the state, whose size does not depend on how many positions it has read.
+        """
         fq, fk = elu_feature(q), elu_feature(k)
+        num, den = causal_sums(fq, fk, v, self.chunk)  # among the new positions
         s, z = fk.transpose(-2, -1) @ v, fk.sum(2)  # (B, H, F, Dv), (B, H, F)
-        if state is not None:
-            s, z = s + state[0], z + state[1]
-        return safe_divide(fq @ s, fq @ z.unsqueeze(-1)), (s, z)
+        if state:
+            num, den = num + fq @ state["s"], den + fq @ state["z"].unsqueeze(-1)
+            s, z = s + state["s"], z + state["z"]
+        return safe_divide(num, den), {"s": s, "z": z}

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from suite.attention.core import CAUSAL, PADDING, AttentionCore, key_padding, masked_softmax, positive_int, self_attention_only
+from suite.types import State
 
 
 def neighbourhood(x: Tensor, w: int, ahead: int, fill: float | bool = 0.0) -> Tensor:
@@ -78,3 +79,16 @@ class LocalAttention(AttentionCore):
         scores = qb @ kc.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, n, w, c)
         weights = F.dropout(masked_softmax(scores, allowed), self.dropout, self.training)
         return unblock(weights @ vc, q.size(-2))  # (B, H, L, Dh)
+
+    def decode_step(self, q: Tensor, k: Tensor, v: Tensor, state: State) -> tuple[Tensor, State]:
+        """New positions q, k, v (B, H, t, Dh) after the state (the last ``window`` keys and values) -> ((B, H, t, Dh), the new state).
+
+        Causal only (generation): new query j sees the keys within ``window`` before it. The state
+        never holds more than ``window`` positions, however long the text grows.
+        """
+        if state:
+            k, v = torch.cat([state["k"], k], dim=2), torch.cat([state["v"], v], dim=2)  # (B, H, past + t, Dh)
+        t, n = q.size(-2), k.size(-2)
+        dist = torch.arange(n - t, n, device=q.device)[:, None] - torch.arange(n, device=q.device)[None, :]  # (t, past + t)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=(dist >= 0) & (dist <= self.window))
+        return out, {"k": k[:, :, -self.window :], "v": v[:, :, -self.window :]}  # what the next query can reach

@@ -63,10 +63,12 @@ def build_classifier(model_cfg: Any, content: nn.Module, n_classes: int, max_len
     )
 
 
-def build_sized(node: Any, max_len: int) -> nn.Module:
+def build_sized(node: Any, max_len: int, **settings: Any) -> nn.Module:
     """Instantiate a backbone or decoder node; one with a ``max_len`` key (the Transformer's, for
-    attention variants of fixed length) is given the longest sequence it will see."""
-    return instantiate(node, **({"max_len": max_len} if "max_len" in node else {}))
+    attention variants of fixed length) is given the longest sequence it will see, and each of
+    ``settings`` (e.g. ``causal=True``) goes to the node that has that key."""
+    given = {"max_len": max_len, **settings}
+    return instantiate(node, **{k: v for k, v in given.items() if k in node})
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -13,7 +13,27 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from suite.types import State
+
 CELLS: dict[str, type[nn.RNNBase]] = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
+RnnState = Tensor | tuple[Tensor, ...]  # torch's (layers, B, H) state; a tuple (h, c) for the LSTM
+
+
+def state_names(cell: str) -> tuple[str, ...]:
+    """The recurrent state's parts: h, and the LSTM's cell c."""
+    return ("h", "c") if cell == "lstm" else ("h",)
+
+
+def torch_state(state: State, names: tuple[str, ...]) -> RnnState:
+    """Batch-first state {'h': (B, layers, H)[, 'c': ...]} -> torch's (layers, B, H) state (a tuple for the LSTM)."""
+    states = tuple(state[name].transpose(0, 1).contiguous() for name in names)
+    return states if len(states) > 1 else states[0]
+
+
+def batch_first_state(state: RnnState, names: tuple[str, ...]) -> State:
+    """torch's (layers, B, H) state -> batch-first {'h': (B, layers, H)[, 'c': ...]} (beam search reorders dim 0)."""
+    states = state if isinstance(state, tuple) else (state,)
+    return {name: s.transpose(0, 1) for name, s in zip(names, states)}
 
 
 class RecurrentEncoder(nn.Module):
@@ -53,6 +73,7 @@ class RecurrentEncoder(nn.Module):
         )
         width = hidden_size * (2 if bidirectional else 1)
         self.proj = nn.Identity() if width == d_model else nn.Linear(width, d_model)
+        self.states, self.bidirectional = state_names(cell), bidirectional
 
     def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
         """(B, L, D), (B, L) bool | None -> (B, L, D); outputs at padded positions are zero."""
@@ -64,6 +85,16 @@ class RecurrentEncoder(nn.Module):
         out, _ = self.rnn(packed)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.size(1))
         return self.proj(out) * (~pad_mask)[..., None].to(out.dtype)  # (B, L, D)
+
+    def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
+        """The next positions x (B, t, D) from the carried state ({} at the start: zeros) -> ((B, t, D), the new state).
+
+        The ``CausalBackbone`` contract: the state has the same size however long the text grows.
+        """
+        if self.bidirectional:
+            raise ValueError("a bidirectional recurrent encoder reads the future: it cannot go on step by step")
+        out, after = self.rnn(x, torch_state(state, self.states) if state else None)
+        return self.proj(out), batch_first_state(after, self.states)
 
 
 class RecurrentDecoder(nn.Module):
@@ -99,7 +130,7 @@ class RecurrentDecoder(nn.Module):
         hidden_size = hidden_size or d_model
         self.d_model, self.hidden_size, self.n_layers = d_model, hidden_size, n_layers
         self.rnn = CELLS[cell](d_model, hidden_size, num_layers=n_layers, batch_first=True, dropout=dropout if n_layers > 1 else 0.0)
-        self.states = ("h", "c") if cell == "lstm" else ("h",)
+        self.states = state_names(cell)
         self.bridge = nn.Linear(d_model, len(self.states) * n_layers * hidden_size)
         self.query = nn.Linear(hidden_size, d_model, bias=False)
         self.combine = nn.Linear(hidden_size + d_model, d_model)
@@ -115,15 +146,6 @@ class RecurrentDecoder(nn.Module):
         init = torch.tanh(self.bridge(summary)).view(memory.size(0), len(self.states), self.n_layers, self.hidden_size)
         return {name: init[:, j] for j, name in enumerate(self.states)}
 
-    def _rnn_state(self, cache: dict[str, Tensor]) -> Tensor | tuple[Tensor, ...]:
-        """Batch-first cache -> torch's (layers, B, H) state (a tuple for the LSTM)."""
-        states = tuple(cache[name].transpose(0, 1).contiguous() for name in self.states)
-        return states if len(states) > 1 else states[0]
-
-    def _cache(self, state: Tensor | tuple[Tensor, ...]) -> dict[str, Tensor]:
-        states = state if isinstance(state, tuple) else (state,)
-        return {name: s.transpose(0, 1) for name, s in zip(self.states, states)}
-
     def attend(self, h: Tensor, memory: Tensor, memory_mask: Tensor | None) -> Tensor:
         """RNN outputs (B, T, H) -> attentional outputs (B, T, D)."""
         allowed = None if memory_mask is None else ~memory_mask[:, None, :]  # (B, 1, L)
@@ -132,10 +154,10 @@ class RecurrentDecoder(nn.Module):
 
     def forward(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None) -> Tensor:
         """tgt (B, T, D), memory (B, L, D), memory_mask (B, L) bool | None -> (B, T, D)."""
-        out, _ = self.rnn(tgt, self._rnn_state(self.init_cache(memory, memory_mask)))  # (B, T, H)
+        out, _ = self.rnn(tgt, torch_state(self.init_cache(memory, memory_mask), self.states))  # (B, T, H)
         return self.attend(out, memory, memory_mask)
 
     def step(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
         """The next positions tgt (B, t, D) from the carried state -> ((B, t, D), the new state)."""
-        out, state = self.rnn(tgt, self._rnn_state(cache))
-        return self.attend(out, memory, memory_mask), {**cache, **self._cache(state)}
+        out, state = self.rnn(tgt, torch_state(cache, self.states))
+        return self.attend(out, memory, memory_mask), {**cache, **batch_first_state(state, self.states)}

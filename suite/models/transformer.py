@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Callable, Literal
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from suite.attention import FullAttention, require
 from suite.attention.core import CACHE, CAUSAL, CROSS, PADDING
+from suite.types import State, prefixed, scoped
 
 AttentionFactory = Callable[..., nn.Module]  # called as factory(n_heads=, head_dim=, max_len=)
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
@@ -58,9 +58,18 @@ class MultiHeadAttention(nn.Module):
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
         """Per-head q (B, H, Lq, Dh), k and v (B, H, Lk, Dh) -> merged and projected (B, Lq, D)."""
-        out = self.core(q, k, v, pad_mask=pad_mask, causal=causal)  # (B, H, Lq, Dh)
+        return self.merge(self.core(q, k, v, pad_mask=pad_mask, causal=causal))
+
+    def merge(self, out: Tensor) -> Tensor:
+        """Per-head outputs (B, H, L, Dh) -> merged and projected (B, L, D)."""
         b, h, l, dh = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, l, h * dh))
+
+    def decode_step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
+        """Causal self-attention of new positions x (B, t, D) after those the core's ``state`` holds -> ((B, t, D), the new state)."""
+        q, k, v = self.project(x, None)  # (B, H, t, Dh)
+        out, state = self.core.decode_step(q, k, v, state)
+        return self.merge(out), state
 
     def memory_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
         """Cross-attention keys and values of memory (B, Lk, D) -> (B, H, Lk, Dh) each; computed once per generation."""
@@ -118,6 +127,7 @@ class EncoderLayer(nn.Module):
         layer_norm_eps: LayerNorm epsilon (1e-5 in torch, 1e-6 in ViT).
         attention: attention-core factory; its own dropout is set there. It must honour padding.
         max_len: longest input (None: unknown), for variants with a fixed length.
+        causal: position i attends to positions <= i only (a language model's body); the core must be causal.
     """
 
     def __init__(
@@ -131,25 +141,40 @@ class EncoderLayer(nn.Module):
         layer_norm_eps: float = 1e-5,
         attention: AttentionFactory = FullAttention,
         max_len: int | None = None,
+        causal: bool = False,
     ) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, attention, max_len=max_len)
-        require(self.self_attn.core, {PADDING}, "encoder")
+        require(self.self_attn.core, {PADDING, CAUSAL} if causal else {PADDING}, "causal encoder" if causal else "encoder")
+        self.causal = causal
         self.ff = FeedForward(d_model, d_ff, activation, dropout)
         self.attn_block = Residual(d_model, dropout, norm_first, layer_norm_eps)
         self.ff_block = Residual(d_model, dropout, norm_first, layer_norm_eps)
 
     def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
         """(B, L, D), (B, L) bool | None -> (B, L, D)."""
-        x = self.attn_block(x, lambda h: self.self_attn(h, pad_mask))
+        x = self.attn_block(x, lambda h: self.self_attn(h, pad_mask, causal=self.causal))
         return self.ff_block(x, self.ff)
+
+    def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
+        """New positions x (B, t, D) after those in the attention core's ``state`` -> ((B, t, D), the new state)."""
+        after: State = {}
+
+        def attend(h: Tensor) -> Tensor:
+            out, after["core"] = self.self_attn.decode_step(h, state)
+            return out
+
+        x = self.attn_block(x, attend)
+        return self.ff_block(x, self.ff), after["core"]
 
 
 class Encoder(nn.Module):
     """A stack of encoder layers; pre-norm stacks end with a LayerNorm (as GPT-2 and ViT do).
 
-    Implements the ``Backbone`` contract. Args as ``EncoderLayer``, plus ``n_layers`` and ``init``
-    (a function applied to the built stack, ``suite/models/init.py``; None: torch's defaults).
+    Implements the ``Backbone`` contract, and with ``causal`` the ``CausalBackbone`` one: a
+    GPT-style decoder-only body, decoded step by step with each core's own state.
+    Args as ``EncoderLayer``, plus ``n_layers`` and ``init`` (a function applied to the built
+    stack, ``suite/models/init.py``; None: torch's defaults).
     """
 
     def __init__(
@@ -165,11 +190,12 @@ class Encoder(nn.Module):
         attention: AttentionFactory = FullAttention,
         max_len: int | None = None,
         init: Callable[[nn.Module], None] | None = None,
+        causal: bool = False,
     ) -> None:
         super().__init__()
-        self.d_model = d_model
+        self.d_model, self.causal = d_model, causal
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, attention, max_len)
+            EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, attention, max_len, causal)
             for _ in range(n_layers)
         )
         self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else nn.Identity()
@@ -181,6 +207,16 @@ class Encoder(nn.Module):
         for layer in self.layers:
             x = layer(x, pad_mask)
         return self.norm(x)
+
+    def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
+        """New positions x (B, t, D) after those in ``state`` ({} at the start) -> ((B, t, D), the new state); causal stacks only."""
+        if not self.causal:
+            raise ValueError("a bidirectional encoder cannot decode step by step: build it with causal=True")
+        after: State = {}
+        for i, layer in enumerate(self.layers):
+            x, mine = layer.step(x, scoped(state, f"{i}."))
+            after |= prefixed(mine, f"{i}.")
+        return self.norm(x), after
 
 
 class DecoderLayer(nn.Module):
@@ -216,18 +252,17 @@ class DecoderLayer(nn.Module):
         return self.ff_block(x, self.ff)
 
     def step(self, x: Tensor, memory_mask: Tensor | None, cache: dict[str, Tensor], i: int) -> Tensor:
-        """New positions x (B, t, D) after the cached ones -> (B, t, D); appends their keys and values to ``cache``.
+        """New positions x (B, t, D) after the cached ones -> (B, t, D); updates this layer's entries of ``cache``.
 
-        ``cache`` holds this layer's (index ``i``) past self-attention keys/values and the
-        memory's cross-attention keys/values, so a new token costs one position, not the prefix.
+        ``cache`` holds this layer's (index ``i``) self-attention state (``self.{i}.*``: the core's
+        own, past keys and values for full attention) and the memory's cross-attention keys/values,
+        so a new token costs one position, not the prefix.
         """
 
         def self_attention(h: Tensor) -> Tensor:
-            q, k, v = self.self_attn.project(h, None)  # (B, H, t, Dh)
-            k = cache[f"self_k.{i}"] = torch.cat([cache[f"self_k.{i}"], k], dim=2)
-            v = cache[f"self_v.{i}"] = torch.cat([cache[f"self_v.{i}"], v], dim=2)
-            # Several new queries are masked causally, aligned to the end of the keys; a single one sees all.
-            return self.self_attn.attend(q, k, v, causal=q.size(2) > 1)
+            out, mine = self.self_attn.decode_step(h, scoped(cache, f"self.{i}."))  # the core's own state (a key/value cache for full attention)
+            cache.update(prefixed(mine, f"self.{i}."))
+            return out
 
         x = self.self_block(x, self_attention)
         x = self.cross_block(x, lambda h: self.cross_attn.attend(self.cross_attn.query(h), cache[f"cross_k.{i}"], cache[f"cross_v.{i}"], memory_mask))
@@ -271,12 +306,11 @@ class Decoder(nn.Module):
         return self.norm(tgt)
 
     def init_cache(self, memory: Tensor, memory_mask: Tensor | None = None) -> dict[str, Tensor]:
-        """Empty self-attention caches and each layer's cross-attention keys/values, all batch-first."""
+        """Each layer's cross-attention keys/values, batch-first; self-attention state appears with the first step."""
         cache: dict[str, Tensor] = {}
         for i, layer in enumerate(self.layers):
             k, v = layer.cross_attn.memory_kv(memory)  # (B, H, L, Dh)
             cache[f"cross_k.{i}"], cache[f"cross_v.{i}"] = k, v
-            cache[f"self_k.{i}"] = cache[f"self_v.{i}"] = k.new_zeros(k.size(0), k.size(1), 0, k.size(3))
         return cache
 
     def step(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:

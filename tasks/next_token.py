@@ -1,0 +1,252 @@
+"""Next-token prediction as a task kind: documents become token streams, streams become windows.
+
+Each split's documents are joined into one stream, each document followed by [EOS] and the
+stream opened by one, so every document is read as a start after an [EOS]. Training reads
+non-overlapping windows of ``seq_len`` tokens in a seeded order, and every model starts each
+window from nothing (no state carried over), so all models read the same tokens with the same
+context. Validation and test slide a window of ``seq_len`` tokens forward by ``stride`` and score
+only the targets that are new in it: every target is scored exactly once, with between
+``seq_len - stride + 1`` and ``seq_len`` tokens of context (fewer only for the first ``seq_len``
+targets of a stream).
+
+Metrics: ``loss`` (nats per token), ``perplexity`` per token = exp(loss), ``bits_per_byte`` = summed
+negative log-likelihood / (ln 2 x the UTF-8 bytes of the scored text; [EOS] counts as one byte,
+the break that ends a document), which does not depend on the tokenizer; ``neg_bits_per_byte``
+(higher is better: model selection); and ``unigram_perplexity``, the same targets scored by their
+training frequencies (add-one), the floor a model must beat.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import torch
+import torch.nn.functional as F
+from tokenizers import Tokenizer
+from torch import Tensor, nn
+from torch.utils.data import DataLoader, Dataset
+
+from suite.models.language_model import LanguageModel, build_language_model
+from suite.types import Batch
+
+Window = tuple[int, int]  # (first input position in the stream, offset of the first scored target)
+CHUNK_TOKENS = 4096  # positions whose logits are held at once when scoring: (positions, V) floats
+
+
+@dataclass
+class Corpus:
+    """What a language-modelling task reads.
+
+    Args:
+        documents: 'train', 'val', 'test' texts (generation prompts come from them).
+        streams: each split as one 1-D id tensor: [EOS] doc [EOS] doc [EOS] ...
+        tokenizer: fitted to the training documents.
+        token_bytes: (V,) UTF-8 bytes each id stands for ([EOS]: 1, other specials 0).
+        eos_id, pad_id: special ids.
+    """
+
+    documents: dict[str, list[str]]
+    streams: dict[str, Tensor]
+    tokenizer: Tokenizer
+    token_bytes: Tensor
+    eos_id: int
+    pad_id: int
+
+
+def join_documents(ids: list[list[int]], eos_id: int) -> Tensor:
+    """Encoded documents -> one stream (N,): [EOS] d1 [EOS] d2 [EOS] ..."""
+    return torch.tensor([eos_id] + [t for doc in ids for t in (*doc, eos_id)], dtype=torch.long)
+
+
+def sliding_windows(n_tokens: int, length: int, stride: int) -> list[Window]:
+    """Windows that score each of a stream's ``n_tokens - 1`` targets exactly once.
+
+    A window (a, s) reads stream[a : a + length] and predicts stream[a + 1 : a + length + 1];
+    it scores its targets from offset s on. The first window scores all of its targets; each
+    next one ends ``stride`` targets later (the last one at the stream's end) and scores only
+    those, so target j of window (a, s), j >= s, has j + 1 >= length - stride + 1 tokens of context.
+    A stream shorter than ``length + 1`` is one window of ``n_tokens - 1``.
+    """
+    if not 1 <= stride <= length:
+        raise ValueError(f"the stride must be between 1 and the window length {length}, got {stride}")
+    length = min(length, n_tokens - 1)
+    windows, end = [(0, 0)], length  # end: targets stream[1 : end + 1] are scored
+    while end < n_tokens - 1:
+        new_end = min(end + stride, n_tokens - 1)
+        windows.append((new_end - length, length - (new_end - end)))
+        end = new_end
+    return windows
+
+
+def training_windows(n_tokens: int, length: int) -> list[Window]:
+    """Non-overlapping full windows over a stream, every target scored (the tail that fills no window is left out)."""
+    return [(a, 0) for a in range(0, n_tokens - length, length)]
+
+
+class Windows(Dataset):
+    """Windows of a stream: each item is (ids (length + 1,), offset of the first scored target)."""
+
+    def __init__(self, stream: Tensor, windows: list[Window], length: int) -> None:
+        self.stream, self.windows, self.length = stream, windows, length
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def __getitem__(self, i: int) -> tuple[Tensor, int]:
+        start, first = self.windows[i]
+        return self.stream[start : start + self.length + 1], first
+
+
+def window_collate(items: list[tuple[Tensor, int]]) -> Batch:
+    """Items of one length -> inputs (B, L), targets (B, L) shifted by one, extra['scored'] (B, L) bool."""
+    ids = torch.stack([w for w, _ in items])  # (B, L + 1)
+    first = torch.tensor([f for _, f in items])
+    scored = torch.arange(ids.size(1) - 1)[None, :] >= first[:, None]
+    return Batch(ids[:, :-1], ids[:, 1:], n_items=len(items), n_tokens=ids[:, :-1].numel(), extra={"scored": scored})
+
+
+def token_nll(model: nn.Module, inputs: Tensor, targets: Tensor) -> Tensor:
+    """Negative log-likelihood of every target: (B, L) ids, (B, L) targets -> (B, L) nats, float32.
+
+    Rows go through the model a few at a time, so at most ``CHUNK_TOKENS`` x V logits exist at once.
+    """
+    rows = max(1, CHUNK_TOKENS // inputs.size(1))
+    parts = [F.cross_entropy(model(x).float().transpose(1, 2), y, reduction="none") for x, y in zip(inputs.split(rows), targets.split(rows))]
+    return torch.cat(parts)
+
+
+@dataclass
+class Tally:
+    """Sums over scored targets, turned into the metrics at the end."""
+
+    nll: float = 0.0  # nats
+    unigram_nll: float = 0.0
+    tokens: int = 0
+    bytes: int = 0
+
+    def add(self, nll: Tensor, targets: Tensor, scored: Tensor, token_bytes: Tensor, unigram: Tensor) -> None:
+        """nll, targets, scored (B, L); token_bytes and unigram (V,) tables on the targets' device."""
+        picked = targets[scored]
+        self.nll += nll[scored].double().sum().item()
+        self.unigram_nll += unigram[picked].double().sum().item()
+        self.tokens += int(scored.sum())
+        self.bytes += int(token_bytes[picked].sum())
+
+    def metrics(self) -> dict[str, float]:
+        loss = self.nll / max(1, self.tokens)
+        bpb = self.nll / (math.log(2) * max(1, self.bytes))
+        return {
+            "loss": loss,
+            "perplexity": math.exp(loss),
+            "bits_per_byte": bpb,
+            "neg_bits_per_byte": -bpb,
+            "unigram_perplexity": math.exp(self.unigram_nll / max(1, self.tokens)),
+        }
+
+
+def unigram_nll(stream: Tensor, vocab_size: int) -> Tensor:
+    """(V,) -log p(id) from a stream's counts, add-one smoothed."""
+    counts = torch.bincount(stream, minlength=vocab_size).double() + 1.0
+    return (counts.sum().log() - counts.log()).float()
+
+
+class NextTokenTask:
+    """The ``Task`` contract for language modelling.
+
+    Args:
+        name, dataset: as recorded.
+        load: builds the ``Corpus`` (called once, by ``setup``).
+        seq_len: window length L: the context every model is trained and scored with.
+        stride: targets newly scored per evaluation window (1 <= stride <= L).
+        tie_output: the output layer shares the embedding matrix.
+    """
+
+    primary_metric = "neg_bits_per_byte"
+
+    def __init__(self, name: str, dataset: str, load: Callable[[], Corpus], seq_len: int, stride: int, tie_output: bool = True) -> None:
+        if not 1 <= stride <= seq_len:
+            raise ValueError(f"task.stride must be between 1 and task.seq_len={seq_len}, got {stride}")
+        self.name, self.dataset, self.load = name, dataset, load
+        self.length, self.stride, self.tie_output = seq_len, stride, tie_output
+        self.corpus: Corpus | None = None
+        self.unigram: Tensor | None = None
+
+    def setup(self) -> None:
+        if self.corpus is None:
+            self.corpus = self.load()
+            self.unigram = unigram_nll(self.corpus.streams["train"], self.vocab_size)
+
+    @property
+    def ready(self) -> Corpus:
+        if self.corpus is None:
+            raise RuntimeError(f"task {self.name!r} used before setup()")
+        return self.corpus
+
+    @property
+    def vocab_size(self) -> int:
+        return self.ready.tokenizer.get_vocab_size()
+
+    def split_sizes(self) -> dict[str, int]:
+        """Documents per split, and tokens (``<split>_tokens``)."""
+        c = self.ready
+        return {**{s: len(d) for s, d in c.documents.items()}, **{f"{s}_tokens": len(t) for s, t in c.streams.items()}}
+
+    def seq_len(self) -> int:
+        return self.length
+
+    def loaders(self, batch_size: int, seed: int, eval_batch_size: int | None = None) -> dict[str, DataLoader]:
+        streams = self.ready.streams
+        gen = torch.Generator().manual_seed(seed)
+        train = Windows(streams["train"], training_windows(len(streams["train"]), self.length), self.length)
+        loaders = {"train": DataLoader(train, batch_size=batch_size, shuffle=True, generator=gen, collate_fn=window_collate)}
+        for split in ("val", "test"):
+            windows = Windows(streams[split], sliding_windows(len(streams[split]), self.length, self.stride), self.length)
+            loaders[split] = DataLoader(windows, batch_size=eval_batch_size or batch_size, collate_fn=window_collate)
+        return loaders
+
+    def build_model(self, model_cfg: Any) -> LanguageModel:
+        return build_language_model(model_cfg, self.vocab_size, self.length, pad_id=self.ready.pad_id, tie_output=self.tie_output)
+
+    def loss(self, model: nn.Module, batch: Batch) -> Tensor:
+        """Mean cross-entropy over the scored targets (all of them in training windows)."""
+        logits = model(batch.inputs)  # (B, L, V)
+        scored = batch.extra["scored"]
+        return F.cross_entropy(logits[scored].float(), batch.targets[scored])
+
+    # --- what generation and the context-use measurement read (``suite.types.LanguageTask``) ---
+
+    def eos_id(self) -> int:
+        return self.ready.eos_id
+
+    def encode(self, text: str) -> list[int]:
+        return self.ready.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: list[int]) -> str:
+        return self.ready.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def documents(self, split: str) -> list[str]:
+        return self.ready.documents[split]
+
+    def exact_context_batches(self, split: str, contexts: list[int], n_targets: int, batch_size: int, seed: int) -> dict[int, DataLoader]:
+        """For each context length c, batches that score the same ``n_targets`` targets of ``split``, each
+        given exactly the c tokens before it (one scored target a window).
+
+        The targets are drawn (seeded) from the positions that have ``max(contexts)`` tokens before them.
+        """
+        stream = self.ready.streams[split]
+        reach = max(contexts)
+        if len(stream) <= reach:
+            raise ValueError(f"the {split} stream has {len(stream)} tokens: too few for a context of {reach}")
+        candidates = torch.arange(reach, len(stream))
+        pick = torch.randperm(len(candidates), generator=torch.Generator().manual_seed(seed))[:n_targets]
+        targets = candidates[pick].sort().values.tolist()
+        return {c: DataLoader(Windows(stream, [(t - c, c - 1) for t in targets], c), batch_size=batch_size, collate_fn=window_collate) for c in contexts}
+
+    def evaluate(self, model: nn.Module, batches: Iterable[Batch], device: torch.device) -> dict[str, float]:
+        """Perplexity, bits per byte and the unigram baseline over every scored target of the split."""
+        tally = Tally()
+        token_bytes, unigram = self.ready.token_bytes.to(device), self.unigram.to(device)
+        for batch in batches:
+            tally.add(token_nll(model, batch.inputs, batch.targets), batch.targets, batch.extra["scored"], token_bytes, unigram)
+        return tally.metrics()
