@@ -99,6 +99,12 @@ bench-full: data ## The full benchmark: trainer=full on every task, full sweeps 
 	$(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_FULL_DIR)/speed_vs_length_bf16 job.precision=bf16
 	$(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_FULL_DIR)/long_range
 	$(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_FULL_DIR)/gradient_flow task.seq_len=512
+	$(RUN) -m experiment=language_model hydra.sweep.dir=$(BENCH_FULL_DIR)/language_model
+	$(RUN) -m experiment=context_use hydra.sweep.dir=$(BENCH_FULL_DIR)/context_use
+	$(RUN) -m experiment=generation_cost hydra.sweep.dir=$(BENCH_FULL_DIR)/generation_cost
+	$(RUN) -m experiment=generation_cost hydra.sweep.dir=$(BENCH_FULL_DIR)/generation_cost_attention model=transformer model/attention=linear,local
+	$(PYTHON) -m suite.lm_report $(BENCH_FULL_DIR)/language_model $(BENCH_FULL_DIR)/context_use $(BENCH_FULL_DIR)/generation_cost \
+	  $(BENCH_FULL_DIR)/generation_cost_attention --out results/full/lm
 	$(PYTHON) -m suite.report $(BENCH_FULL_DIR) --name full --wandb
 
 report: install ## Rebuild results/<NAME>/ from run directories: make report RUNS=runs/bench-quick NAME=quick
