@@ -40,6 +40,8 @@ class ClassificationData:
         class_names: one name per class id.
         embedding: d_model -> module mapping the collated inputs to (B, L, D).
         max_len: longest sequence the model will see.
+        token_names: the readable tokens of one input's ids (for attention maps); None where
+            the inputs are no tokens (images).
     """
 
     splits: dict[str, Dataset]
@@ -48,6 +50,7 @@ class ClassificationData:
     class_names: list[str]
     embedding: Callable[[int], nn.Module]
     max_len: int
+    token_names: Callable[[list[int]], list[str]] | None = None
 
 
 class TokenDataset(Dataset):
