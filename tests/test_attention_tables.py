@@ -89,3 +89,56 @@ def test_the_report_writes_the_table_beside_the_speed_table(tmp_path):
     assert "| model | train tok/s 1K |" in text and "| local |" in text and "crossover" in text
     assert "attention speed" in (out / "index.html").read_text()
     assert (out / "attention_speed.csv").read_text().startswith("model,")
+
+
+# --- the LRA-style accuracy table --------------------------------------------------------------
+
+from suite.lra import PUBLISHED, lra_rows  # noqa: E402
+
+TRAIN_JOB = {"_target_": "suite.jobs.train.train_job"}
+LRA_TASKS = {"listops": ("long_range", "listops", 2048), "recall": ("long_range", "recall", 1024), "text": ("news_topic", "bbc", 4096), "image": ("image", "fashion_mnist", 784)}
+
+
+def run(name: str, lra: str, accuracy: float | None, seed: int = 0, benchmark: str | None = "lra", steps: int = 2000, window: int | None = None) -> ResultRecord:
+    task, dataset, length = LRA_TASKS[lra]
+    model = {"d_model": 128, "attention": {"_target_": name} | ({"window": window} if window else {})}
+    return ResultRecord(status="ok" if accuracy is not None else "oom", task=task, dataset=dataset, model="transformer", seed=seed, seq_len=length,
+                        attention=name, metrics={"accuracy": accuracy} if accuracy is not None else {}, error=None if accuracy is not None else "out of memory",
+                        config={"benchmark": benchmark, "job": TRAIN_JOB, "model": model, "trainer": {"name": "full", "max_steps": steps}})
+
+
+def test_lra_table_sets_variants_against_tasks_with_the_average_and_the_published_row_beside():
+    runs = [run("full", "listops", 0.37), run("full", "listops", 0.39, seed=1), run("full", "text", 0.80), run("full", "image", 0.50), run("full", "recall", 1.0),
+            run("local", "listops", 0.20), run("local", "text", 0.70), run("local", "image", 0.45), run("local", "recall", 0.125),
+            run("nystrom", "listops", 0.30), run("nystrom", "recall", None)]
+    rows = lra_rows(runs)
+    assert list(rows[0]) == ["model", "source", "ListOps 2K", "Text 4K", "Image 784", "Recall 1K", "average"]
+    assert rows[0] == {"model": "full", "source": "ours: full (2000 steps)", "ListOps 2K": "38.0 ± 1.4", "Text 4K": "80.0", "Image 784": "50.0",
+                       "Recall 1K": "100.0", "average": "67.0"}
+    assert rows[1] == {"model": "", "source": "LRA Table 1 (Tay et al. 2021, published): Transformer", "ListOps 2K": "36.4", "Text 4K": "64.3",
+                       "Image 784": "42.4", "Recall 1K": "—", "average": "54.4 (its 5 tasks)"}
+    assert [r["model"] for r in rows] == ["full", "", "local", "", "nystrom"]  # LRA did not measure the Nystromformer
+    assert rows[2]["Recall 1K"] == "12.5" and rows[3]["ListOps 2K"] == "15.8"
+    assert rows[4]["Recall 1K"] == "oom" and rows[4]["Text 4K"] == "" and rows[4]["average"] == "30.0 (1 of 4)"
+
+
+def test_lra_table_takes_only_runs_of_the_lra_benchmark_and_keeps_other_settings_apart():
+    runs = [run("full", "recall", 1.0), run("full", "recall", 0.5, benchmark=None), run("local", "recall", 0.125), run("local", "recall", 0.9, window=2048)]
+    rows = lra_rows(runs)
+    assert [(r["model"], r["Recall 1K"]) for r in rows if r["model"]] == [("full", "100.0"), ("local (model.attention.window=2048)", "90.0"), ("local (model.attention.window=unset)", "12.5")]
+    assert lra_rows([run("full", "recall", 1.0, benchmark=None)]) == []
+    assert lra_rows([run("full", "recall", 1.0, steps=400), run("full", "recall", 0.9)])[0]["source"] == "ours: full (2000 steps)"  # budgets never pooled
+
+
+def test_published_figures_average_to_their_published_average():
+    # A check on the typing: each row's five figures give its published average, to the rounding of one-decimal figures (±0.05 each, ±0.05 the average).
+    for name, (_, figures, average) in PUBLISHED.items():
+        assert abs(sum(figures.values()) / 5 - average) <= 0.1, name
+
+
+def test_the_report_writes_the_lra_table(tmp_path):
+    for i, r in enumerate([run("full", "recall", 1.0), run("local", "recall", 0.125)]):
+        r.write(tmp_path / "runs" / f"r{i}")
+    assert report_main([str(tmp_path / "runs"), "--name", "t", "--out", str(tmp_path / "results")]) == 0
+    text = (tmp_path / "results" / "t" / "lra.md").read_text()
+    assert "| full | ours: full (2000 steps) | 100.0 | 100.0 |" in text and "Local Attention" in text
