@@ -125,8 +125,9 @@ def test_lra_table_sets_variants_against_tasks_with_the_average_and_the_publishe
 def test_lra_table_takes_only_runs_of_the_lra_benchmark_and_keeps_other_settings_apart():
     runs = [run("full", "recall", 1.0), run("full", "recall", 0.5, benchmark=None), run("local", "recall", 0.125), run("local", "recall", 0.9, window=2048)]
     rows = lra_rows(runs)
-    assert [(r["model"], r["Recall 1K"]) for r in rows if r["model"]] == [("full", "100.0"), ("local (model.attention.window=2048)", "90.0"), ("local (model.attention.window=unset)", "12.5")]
+    assert [(r["model"], r["Recall 1K"]) for r in rows] == [("full", "100.0"), ("local (model.attention.window=2048)", "90.0"), ("local (model.attention.window=unset)", "12.5")]
     assert lra_rows([run("full", "recall", 1.0, benchmark=None)]) == []
+    assert len(lra_rows([run("full", "recall", 1.0)])) == 1  # no published row where no task corresponds
     assert lra_rows([run("full", "recall", 1.0, steps=400), run("full", "recall", 0.9)])[0]["source"] == "ours: full (2000 steps)"  # budgets never pooled
 
 
@@ -141,4 +142,4 @@ def test_the_report_writes_the_lra_table(tmp_path):
         r.write(tmp_path / "runs" / f"r{i}")
     assert report_main([str(tmp_path / "runs"), "--name", "t", "--out", str(tmp_path / "results")]) == 0
     text = (tmp_path / "results" / "t" / "lra.md").read_text()
-    assert "| full | ours: full (2000 steps) | 100.0 | 100.0 |" in text and "Local Attention" in text
+    assert "| full | ours: full (2000 steps) | 100.0 | 100.0 |" in text and "| local | ours: full (2000 steps) | 12.5 | 12.5 |" in text
