@@ -23,10 +23,33 @@ NAME ?= quick
 # so the row gives the same BLEU on every machine of this kind.
 BENCH_TRANSLATION_STEPS ?= 400
 
-.PHONY: help install data fashion-mnist test test-slow bench bench-full report perf gpu-check clean
+# Efficient attention in `make bench`: every variant's speed points at 1024 and 4096 beside full
+# attention's (from speed_vs_length: the same batch, width and depth), timed briefly; and recall
+# with the key at the end, 128 positions from [CLS], beyond the windows' reach after 2 layers
+# (local/longformer window 16, bigbird blocks of 16), one budget (150 steps) for every variant;
+# runs tagged benchmark=lra go into the report's lra table. By default the reach check alone
+# (full, local, longformer, bigbird: ~2 min); BENCH_RECALL_OTHERS=full,linear,performer,reformer,linformer,nystrom
+# recalls every variant: the six took 14 min under a load of 5-9 on the 2 cores (estimated 4-5 idle).
+BENCH_RECALL_STEPS ?= 150
+BENCH_RECALL_OTHERS ?= full
+BENCH_ATTENTION_SPEED := job.warmup=1 job.repeats=2 job.min_time_s=1 job.measure_peak=false job.time_budget_s=120
+BENCH_RECALL = experiment=long_range task=recall task.seq_len=128 task.key_position=-1 task.n_val=100 task.n_test=200 model=transformer \
+  benchmark=lra trainer.max_steps=$(BENCH_RECALL_STEPS) trainer.progress=false hydra.sweep.dir=$(BENCH_DIR)/attention_recall \
+  'hydra.sweep.subdir=recall-L$${task.seq_len}-$${hydra:runtime.choices.model/attention}-s$${seed}'
+LRA_DIR ?= $(BENCH_FULL_DIR)/lra
+
+define bench_attention
+	$(PAR) $(RUN) -m experiment=attention_speed hydra.sweep.dir=$(BENCH_DIR)/attention_speed \
+	  'model/attention=glob(*,exclude=[explicit,full])' task.seq_len=1024,4096 $(BENCH_ATTENTION_SPEED)
+	$(PAR) $(RUN) -m $(BENCH_RECALL) $(JOBLIB) model/attention=local,longformer ++model.attention.window=16
+	$(PAR) $(RUN) -m $(BENCH_RECALL) model/attention=bigbird model.attention.block=16 & pid=$$!; \
+	  $(PAR) $(RUN) -m $(BENCH_RECALL) $(JOBLIB) model/attention=$(BENCH_RECALL_OTHERS); wait $$pid
+endef
+
+.PHONY: help install data fashion-mnist test test-slow bench bench-full bench-attention bench-attention-full patterns report perf gpu-check clean
 
 help: ## List the commands
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -53,7 +76,7 @@ test: data ## Run the tests (fast set; a few minutes)
 test-slow: data ## Run the slower checks (marker 'slow')
 	$(PYTHON) -m pytest -m slow -q
 
-bench: data ## The quick benchmark (~15 min on 2 cores): every task, both sweeps at reduced size, the report in results/quick/
+bench: data ## The quick benchmark (~20 min on 2 cores): every task, both sweeps at reduced size, the attention variants, the report in results/quick/
 	@mkdir -p $(BENCH_DIR) && date +%s > $(BENCH_DIR)/.started
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB)
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB) task=image trainer.max_steps=1000
@@ -72,8 +95,12 @@ bench: data ## The quick benchmark (~15 min on 2 cores): every task, both sweeps
 	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range $(JOBLIB) \
 	  task=news_topic task.seq_len=64,256 model=transformer,lstm trainer.max_steps=150 trainer.progress=false
 	$(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_DIR)/gradient_flow
+	$(bench_attention)
 	$(PYTHON) -m suite.report $(BENCH_DIR) --name quick --wandb
 	@echo "make bench: the runs and the report took $$(( $$(date +%s) - $$(cat $(BENCH_DIR)/.started) )) s (after set-up)"
+
+bench-attention: data ## make bench's efficient-attention part alone: every variant's speed at 1024 and 4096, recall at 128 (key at the end)
+	$(bench_attention)
 
 GPU_CHECK_DIR ?= runs/gpu-check
 GPU_CHECK_DEVICE ?= cuda
@@ -105,7 +132,23 @@ bench-full: data ## The full benchmark: trainer=full on every task, full sweeps 
 	$(RUN) -m experiment=generation_cost hydra.sweep.dir=$(BENCH_FULL_DIR)/generation_cost_attention model=transformer model/attention=linear,local
 	$(PYTHON) -m suite.lm_report $(BENCH_FULL_DIR)/language_model $(BENCH_FULL_DIR)/context_use $(BENCH_FULL_DIR)/generation_cost \
 	  $(BENCH_FULL_DIR)/generation_cost_attention --out results/full/lm
+	$(bench_attention_full)
 	$(PYTHON) -m suite.report $(BENCH_FULL_DIR) --name full --wandb
+
+define bench_attention_full
+	$(PAR) $(RUN) -m experiment=attention_speed hydra.sweep.dir=$(BENCH_FULL_DIR)/attention_speed
+	$(PAR) $(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_FULL_DIR)/attention_speed_lstm model=lstm \
+	  task.seq_len=1024,2048,4096,8192,16384 job.batch_size=4 job.max_len=16384 job.time_budget_s=3600
+	$(RUN) -m experiment=lra hydra.sweep.dir=$(LRA_DIR)
+	$(RUN) -m experiment=lra hydra.sweep.dir=$(LRA_DIR) lra=text task.seq_len=1024,2048
+endef
+
+bench-attention-full: data ## Efficient attention in full: every variant's speed and memory at 1K-16K (and the LSTM), the LRA of our own (days on a CPU)
+	$(bench_attention_full)
+	$(PYTHON) -m suite.report $(BENCH_FULL_DIR)/attention_speed $(BENCH_FULL_DIR)/attention_speed_lstm $(LRA_DIR) --name attention
+
+patterns: install ## Draw each attention variant's key pattern (probed from the code) into results/attention_patterns/
+	$(PYTHON) -m suite.attention_patterns --out results/attention_patterns
 
 report: install ## Rebuild results/<NAME>/ from run directories: make report RUNS=runs/bench-quick NAME=quick
 	$(PYTHON) -m suite.report $(RUNS) --name $(NAME)

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from suite import formatting as fmt
 from suite.datadir import PROJECT_ROOT
+from suite.efficiency import efficiency_rows
+from suite.lra import lra_rows
 from suite.plots import FIGURES, family, is_speed, job_name, model_order, model_size, primary
 from suite.results import ResultRecord, find_results, trainer_name
 from suite.variants import variant_labels
@@ -268,6 +270,14 @@ INTRO = {
     "speed": "One row per point: real (non-pad) tokens per second, the median of timed calls (IQR beside the step time), "
              "peak memory per call, FLOPs from torch's counter, MFU against the matmul peak of the point's precision.",
     "gradient flow": "The norm of the loss gradient at distance d from the output, relative to distance 0, at initialisation.",
+    "attention speed": "LRA Table 2's form: training tokens/s and peak training memory of each model relative to full attention "
+                       "(the fused SDPA kernel) at the same length; full attention's row holds its own figures. Crossover: the shortest "
+                       "measured length from which on the variant trains faster than SDPA (≤: already at the shortest measured). "
+                       "Then its own tokens/s at the longest length over the shortest, and its memory at 16K over 4K (4x: linear).",
+    "lra": "An LRA of our own (experiment=lra): test accuracy % of every attention variant, one model size and one step budget, "
+           "a column per task and length (Text: BBC News bytes; Image: Fashion-MNIST pixels; Recall: the key at the end, "
+           "beyond every window; chance 12.5%). Under a variant LRA measured, its published Table 1 figures (Tay et al. 2021: "
+           "other data, lengths, models and budgets) stand where a task corresponds: a reference, not a like-for-like comparison.",
 }
 
 
@@ -301,10 +311,10 @@ def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[
     trained = [r for r in records if job_name(r) == "train_job" or (job_name(r) == "evaluate_job" and scored_on_test(r))]
     exps = experiments(trained)
     headline, details = headline_rows(exps), detail_tables(exps)
-    speed, gradients = speed_rows(records), gradient_rows(records)
+    speed, gradients, efficiency, lra = speed_rows(records), gradient_rows(records), efficiency_rows(records), lra_rows(records)
     if exps:
         write_table(csv_rows(exps), out_dir, "results", md=results_markdown(headline, details))
-    for table, rows in (("speed", speed), ("gradient_flow", gradients)):
+    for table, rows in (("speed", speed), ("gradient_flow", gradients), ("attention_speed", efficiency), ("lra", lra)):
         if rows:
             write_table(rows, out_dir, table)
     figures = [path for fig, draw in FIGURES.items() if (path := draw(records, out_dir / f"{fig}.png")) is not None]
@@ -314,7 +324,7 @@ def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[
     machine = (f"measured on: {', '.join(devices)}; {platform.platform()}; {len(records)} runs; "
                f"denormals flushed: {', '.join(flushed) or 'not recorded'}; precision: {', '.join(precisions) or 'fp32 (not recorded)'}")
     (out_dir / "machine.txt").write_text(machine + "\n")
-    sections = {"results at a glance": headline, **details, "speed": speed, "gradient flow": gradients}
+    sections = {"results at a glance": headline, **details, "speed": speed, "attention speed": efficiency, "lra": lra, "gradient flow": gradients}
     (out_dir / "index.html").write_text(index_html(name, sections, figures, machine))
     return sections
 
@@ -349,8 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = args.out / args.name
     tables = build_report([r for _, r in found], out_dir, args.name)
     print(markdown(tables["results at a glance"]))
-    if tables["speed"]:
-        print(markdown(tables["speed"]))
+    for title in ("speed", "attention speed", "lra"):
+        if tables[title]:
+            print(markdown(tables[title]))
     if args.wandb:
         log_to_wandb(out_dir, args.name, tables)
     print(f"wrote {out_dir}/ (index.html, tables, figures) from {len(found)} runs")

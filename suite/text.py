@@ -1,4 +1,4 @@
-"""Subword tokenizers trained on the training split with the ``tokenizers`` library, and sentence splitting."""
+"""Subword tokenizers trained on the training split with the ``tokenizers`` library, byte-level ids, and sentence splitting."""
 from __future__ import annotations
 
 import re
@@ -65,6 +65,20 @@ def encode(tok: Tokenizer, texts: list[str]) -> list[list[int]]:
 def decode(tok: Tokenizer, ids: list[list[int]]) -> list[str]:
     """Batch-decode id lists to texts, dropping special tokens."""
     return tok.decode_batch(ids, skip_special_tokens=True)
+
+
+BYTE_PAD = 0  # byte-level ids: 0 pads, byte b is id b + 1
+BYTE_VOCAB = 257
+
+
+def utf8_ids(texts: list[str]) -> list[list[int]]:
+    """Byte-level ids (LRA's Text task reads bytes): each UTF-8 byte b of a text as id b + 1."""
+    return [[b + 1 for b in text.encode("utf-8")] for text in texts]
+
+
+def byte_names(ids: list[int]) -> list[str]:
+    """Readable labels of byte ids: the character of an ASCII byte, else its hex value ('[PAD]' for padding)."""
+    return [PAD if i == BYTE_PAD else chr(i - 1) if 32 <= i - 1 < 127 else f"0x{i - 1:02x}" for i in ids]
 
 
 # A sentence ends at . ! or ? (and any closing quote or bracket) before whitespace and a capital,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor, nn
@@ -228,4 +228,28 @@ class EvaluationVariant(Protocol):
 
     def evaluation_setting(self) -> str:
         """That scoring in words, for the record's ``scored_with`` (e.g. 'beam_search beam_size 4, length_penalty 0.6')."""
+        ...
+
+
+@dataclass
+class Readable:
+    """One example as a model reads it, for ``job=attention_maps``.
+
+    Args:
+        forward: runs the model once on the example (the pass whose attention is drawn).
+        source: the input's tokens as the encoder sees them ([CLS] first where the model prepends it).
+        target: the tokens the decoder reads (an encoder-decoder's [BOS] and output), else None.
+    """
+
+    forward: Callable[[], Any]
+    source: list[str]
+    target: list[str] | None = None
+
+
+@runtime_checkable
+class ShowsAttention(Protocol):
+    """Optional for a ``Task`` whose inputs are tokens: its example in readable form (``job=attention_maps``)."""
+
+    def readable(self, model: nn.Module, batch: Batch) -> Readable:
+        """The batch's first example, with the call that runs the model on it (no padding) and its tokens."""
         ...

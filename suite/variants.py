@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 # Settings that do not change what a run computes, or that name it rather than configure it.
-NOT_SETTINGS = ("seed", "group", "logger", "data_dir", "device", "task.data_dir", "trainer.progress", "trainer.log_every")
+NOT_SETTINGS = ("seed", "group", "benchmark", "logger", "data_dir", "device", "task.data_dir", "trainer.progress", "trainer.log_every")
 UNSET = "unset"  # a key an older record's config lacks
 
 

@@ -21,8 +21,9 @@ from torchmetrics.functional.classification import (
     multiclass_f1_score,
 )
 
+from suite.models.heads import ClsPooling
 from suite.models.model import build_classifier
-from suite.types import Batch
+from suite.types import Batch, Readable
 
 Metrics = Callable[[Tensor, Tensor, int], dict[str, float]]
 # (logits (N, C), targets (N,), class names, run directory) -> the file written
@@ -40,6 +41,8 @@ class ClassificationData:
         class_names: one name per class id.
         embedding: d_model -> module mapping the collated inputs to (B, L, D).
         max_len: longest sequence the model will see.
+        token_names: the readable tokens of one input's ids (for attention maps); None where
+            the inputs are no tokens (images).
     """
 
     splits: dict[str, Dataset]
@@ -48,6 +51,7 @@ class ClassificationData:
     class_names: list[str]
     embedding: Callable[[int], nn.Module]
     max_len: int
+    token_names: Callable[[list[int]], list[str]] | None = None
 
 
 class TokenDataset(Dataset):
@@ -204,6 +208,18 @@ class ClassificationTask:
         logits, targets = self.predict(model, batches)
         loss = F.cross_entropy(logits, targets).item()
         return {**self.metrics(logits, targets, self.ready.n_classes), "loss": loss}
+
+    def readable(self, model: nn.Module, batch: Batch) -> Readable:
+        """The batch's first input without its padding, with its tokens ([CLS] first where the model's pooling prepends it)."""
+        names = self.ready.token_names
+        if names is None:
+            raise ValueError(f"task {self.name!r} ({self.dataset}) has no tokens to show: attention maps need a task of tokens (e.g. sentiment)")
+        n = batch.inputs.size(1) if batch.pad_mask is None else int((~batch.pad_mask[0]).sum())
+        ids = batch.inputs[:1, :n]  # (1, n)
+        tokens = names(ids[0].tolist())
+        if isinstance(getattr(model, "pooler", None), ClsPooling):
+            tokens = ["[CLS]", *tokens]
+        return Readable(lambda: model(ids, None), tokens)
 
     def write_artifacts(self, model: nn.Module, run_dir: Path, device: torch.device, batch_size: int = 256) -> list[Path]:
         """Predict the whole test split once and hand the predictions to each artifact writer."""

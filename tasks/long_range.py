@@ -2,8 +2,13 @@
 
 ``task.seq_len`` sets the distance. Problems (``task.problem``):
 
-- ``recall``: a key token at the start, then ``seq_len - 1`` random filler tokens; the label
-  is the key. A reader that forgets across ``seq_len`` steps is at chance (1 / n_classes).
+- ``recall``: one key token among ``seq_len - 1`` random filler tokens; the label is the key.
+  ``key_position`` places it: 0 (the default) is the first token, -1 the last. The distance the
+  key must travel is set by where the model reads out: a recurrent reader at the last state is
+  ``seq_len - 1 - position`` steps from a key at the start; a [CLS] readout (prepended at the
+  front) is ``position + 1`` positions from it, so ``key_position=-1`` puts the key ``seq_len``
+  positions away, beyond the reach of a windowed attention after all its layers. A reader that
+  cannot bring the key to its readout is at chance (1 / n_classes).
 - ``listops``: nested ``[MAX``, ``[MIN``, ``[MED``, ``[SM`` (sum mod 10) expressions over digits, as
   in the Long Range Arena (Nangia & Bowman 2018; Tay et al. 2021); the label is the exact value
   (0-9). Lengths fall between ``seq_len / 2`` and ``seq_len``.
@@ -26,11 +31,12 @@ Example = tuple[list[int], int]
 # --- recall -----------------------------------------------------------------------------------
 
 
-def recall_example(rng: random.Random, seq_len: int, n_classes: int, n_filler: int) -> Example:
-    """Key ids 1..C, filler ids C+1..C+F; label = key id - 1."""
+def recall_example(rng: random.Random, seq_len: int, n_classes: int, n_filler: int, key_position: int = 0) -> Example:
+    """Key ids 1..C at ``key_position`` (negative: from the end), filler ids C+1..C+F elsewhere; label = key id - 1."""
     key = rng.randrange(n_classes)
     filler = [1 + n_classes + rng.randrange(n_filler) for _ in range(seq_len - 1)]
-    return [1 + key] + filler, key
+    at = key_position % seq_len
+    return filler[:at] + [1 + key] + filler[at:], key
 
 
 # --- ListOps ----------------------------------------------------------------------------------
@@ -127,9 +133,9 @@ def generate_splits(make: Callable[[random.Random], Example], sizes: dict[str, i
     return out
 
 
-def load(problem: str, seq_len: int, n_train: int, n_val: int, n_test: int, split_seed: int, n_classes: int, n_filler: int, max_depth: int, max_args: int) -> ClassificationData:
+def load(problem: str, seq_len: int, n_train: int, n_val: int, n_test: int, split_seed: int, n_classes: int, n_filler: int, max_depth: int, max_args: int, key_position: int = 0) -> ClassificationData:
     problems: dict[str, tuple[Callable[[random.Random], Example], int, int]] = {
-        "recall": (partial(recall_example, seq_len=seq_len, n_classes=n_classes, n_filler=n_filler), n_classes, 1 + n_classes + n_filler),
+        "recall": (partial(recall_example, seq_len=seq_len, n_classes=n_classes, n_filler=n_filler, key_position=key_position), n_classes, 1 + n_classes + n_filler),
         "listops": (partial(listops_example, seq_len=seq_len, max_depth=max_depth, max_args=max_args), 10, 1 + len(VOCAB)),
     }
     if problem not in problems:
@@ -146,9 +152,11 @@ def load(problem: str, seq_len: int, n_train: int, n_val: int, n_test: int, spli
     )
 
 
-def build(name: str, problem: str = "recall", dataset: str | None = None, seq_len: int = 128, n_train: int = 2000, n_val: int = 300, n_test: int = 500, split_seed: int = 0, n_classes: int = 8, n_filler: int = 32, max_depth: int = 10, max_args: int = 5, label_smoothing: float = 0.0) -> ClassificationTask:
+def build(name: str, problem: str = "recall", dataset: str | None = None, seq_len: int = 128, n_train: int = 2000, n_val: int = 300, n_test: int = 500, split_seed: int = 0, n_classes: int = 8, n_filler: int = 32, max_depth: int = 10, max_args: int = 5, key_position: int = 0, label_smoothing: float = 0.0) -> ClassificationTask:
     """The long-range task (``conf/task/long_range.yaml``); ``dataset`` in records is the problem name."""
     if dataset not in (None, problem):
         raise ValueError(f"long_range dataset {dataset!r} must name its problem {problem!r}")
-    loader = partial(load, problem, seq_len, n_train, n_val, n_test, split_seed, n_classes, n_filler, max_depth, max_args)
+    if isinstance(key_position, bool) or not isinstance(key_position, int) or not -seq_len <= key_position < seq_len:
+        raise ValueError(f"long_range key_position must be an integer in [-{seq_len}, {seq_len}) for seq_len={seq_len}, got {key_position!r}")
+    loader = partial(load, problem, seq_len, n_train, n_val, n_test, split_seed, n_classes, n_filler, max_depth, max_args, key_position)
     return ClassificationTask(name, problem, loader, label_smoothing=label_smoothing, max_len=seq_len)

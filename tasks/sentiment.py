@@ -105,6 +105,7 @@ def load(dataset: str, data_dir: str | None, vocab_size: int, max_len: int, val_
         class_names=CLASS_NAMES,
         embedding=partial(TokenEmbedding, tok.get_vocab_size(), padding_idx=pad_id),
         max_len=max_len,
+        token_names=lambda ids: [tok.id_to_token(i) for i in ids],
     )
 
 

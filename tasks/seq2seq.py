@@ -27,7 +27,7 @@ from suite.datadir import DataError
 from suite.decode import greedy
 from suite.models.seq2seq import Seq2Seq, build_seq2seq
 from suite.text import BOS, EOS, PAD, decode, encode
-from suite.types import Batch
+from suite.types import Batch, Readable
 
 
 @dataclass(frozen=True)
@@ -275,6 +275,16 @@ class Seq2SeqTask:
     def generate(self, model: nn.Module, batch: Batch, cache: bool = True) -> list[list[int]]:
         """Greedy decoding of exactly ``max_target_len`` tokens per source (EOS never ends a sequence early)."""
         return greedy(model, batch.inputs, batch.pad_mask, bos=self.special(BOS), eos=-1, max_len=self.max_target_len, cache=cache)
+
+    def readable(self, model: nn.Module, batch: Batch) -> Readable:
+        """The batch's first source without padding, and the model's greedy output as its decoder reads it ([BOS] + output)."""
+        data = self.ready
+        n = batch.inputs.size(1) if batch.pad_mask is None else int((~batch.pad_mask[0]).sum())
+        src = batch.inputs[:1, :n]  # (1, n)
+        bos = self.special(BOS)
+        output = greedy(model, src, None, bos=bos, eos=self.special(EOS), max_len=self.max_target_len)[0]
+        tgt = torch.tensor([[bos, *output]], device=src.device)  # (1, 1 + T)
+        return Readable(lambda: model(src, None, tgt), [data.src_tok.id_to_token(i) for i in src[0].tolist()], [BOS, *(data.tgt_tok.id_to_token(i) for i in output)])
 
     # --- evaluation ----------------------------------------------------------------------------
 

@@ -337,6 +337,27 @@ def test_linformer_needs_its_length_at_build_and_refuses_a_longer_sequence():
         encoder(torch.randn(2, 20, 32))
 
 
+def integer_settings(name: str) -> dict[str, int]:
+    cfg = OmegaConf.to_container(OmegaConf.load(CONF / "model" / "attention" / f"{name}.yaml"))
+    return {k: v for k, v in cfg.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+@pytest.mark.parametrize("name", [n for n in VARIANTS if integer_settings(n)])
+def test_every_integer_setting_of_every_variant_refuses_a_negative_or_fractional_value_at_build(name):
+    for key in integer_settings(name):
+        for bad in (-1, 2.5, "4"):
+            with pytest.raises(ValueError, match=rf"'{name}': {key} must be a (positive|non-negative) integer, got {bad!r}"):
+                make_core(name, **{key: bad})
+
+
+def test_linformer_weights_trained_for_one_length_are_refused_at_another_before_any_step(tmp_path):
+    common = ["task=long_range", "model=transformer", "model/attention=linformer", "model.attention.proj_len=8", "task.n_train=32", "task.n_val=8", "task.n_test=8"]
+    trained = execute(shrink(compose_config(*common, "task.seq_len=16")), tmp_path / "train", attention="linformer")
+    assert trained.status == "ok", trained.error
+    longer = execute(shrink(compose_config(*common, "task.seq_len=32", "job=evaluate", f"job.checkpoint={tmp_path / 'train' / 'checkpoints' / 'best.pt'}")), tmp_path / "eval")
+    assert longer.status == "failed" and "'linformer' was trained for max_len=17 and is built here for max_len=33" in longer.error  # [CLS] + 16, + 32
+
+
 def test_a_causal_request_to_an_encoder_only_variant_is_an_error():
     q, k, v = qkv()
     for name in ("longformer", "bigbird", "reformer", "linformer", "nystrom"):

@@ -33,6 +33,28 @@ def test_recall_label_is_the_first_token_and_only_there():
     assert all(t > 8 for t in ids[1:])  # filler never looks like a key
 
 
+@pytest.mark.parametrize("position, index", [(0, 0), (37, 37), (-1, 99), (-10, 90)])
+def test_recall_puts_the_key_where_it_is_asked_and_nowhere_else(position, index):
+    rng = random.Random(1)
+    ids, label = recall_example(rng, seq_len=100, n_classes=8, n_filler=32, key_position=position)
+    assert len(ids) == 100 and ids[index] == label + 1
+    assert all(t > 8 for i, t in enumerate(ids) if i != index)
+
+
+def test_recall_with_the_key_first_is_the_data_it_always_was():
+    # key_position=0 draws in the same order as before the setting: the benchmark's figures stay comparable.
+    first = recall_example(random.Random(3), seq_len=50, n_classes=8, n_filler=32)
+    assert recall_example(random.Random(3), seq_len=50, n_classes=8, n_filler=32, key_position=0) == first
+    moved, label = recall_example(random.Random(3), seq_len=50, n_classes=8, n_filler=32, key_position=-1)
+    assert label == first[1] and moved[-1] == first[0][0] and moved[:-1] == first[0][1:]
+
+
+@pytest.mark.parametrize("position", [100, -101, 1.5, True])
+def test_a_key_position_outside_the_sequence_is_refused_at_build(position):
+    with pytest.raises(ValueError, match="key_position must be an integer in"):
+        build("long_range", problem="recall", seq_len=100, key_position=position)
+
+
 @pytest.mark.parametrize("problem", ["recall", "listops"])
 def test_splits_are_fixed_by_split_seed_and_disjoint(problem):
     make = lambda seed: build("long_range", problem=problem, seq_len=24, n_train=300, n_val=50, n_test=80, split_seed=seed)  # noqa: E731

@@ -106,6 +106,9 @@ JOB_LIMITS = {  # measurement jobs, cut to one call
 TRAINS = {"train_job", "context_use_job"}  # jobs that fit a model (context_use without a checkpoint trains first)
 
 
+EXPERIMENT_TINY = {"lra": ["task.seq_len=64", "task.n_train=64", "task.n_val=16", "task.n_test=16"]}  # its ListOps at 2K: 10,000 expressions take minutes to generate
+
+
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_every_experiment_runs_a_step(experiment, tmp_path, request):
     composed = compose_config(f"experiment={experiment}")
@@ -113,6 +116,7 @@ def test_every_experiment_runs_a_step(experiment, tmp_path, request):
     if task in DATA_OF:
         need_data(*DATA_OF[task])
     tiny = [*TINY_TASK[task], f"data_dir={request.getfixturevalue('subset_data')}"] if task in TINY_TASK else []
+    tiny += EXPERIMENT_TINY.get(experiment, [])
     cfg = shrink(compose_config(f"experiment={experiment}", "logger=none", *JOB_LIMITS[job], *tiny, tiny=False))  # its own trainer, cut short
     record = execute(cfg, tmp_path)
     assert record.status == "ok", record.error

@@ -107,3 +107,22 @@ def pad_length(x: Tensor, multiple: int, dim: int = 2, value: float = 0.0) -> Te
 def key_padding(pad_mask: Tensor | None, b: int, length: int, device: torch.device) -> Tensor:
     """The (B, L) pad mask, all False when None."""
     return pad_mask if pad_mask is not None else torch.zeros(b, length, dtype=torch.bool, device=device)
+
+
+def implied_weights(core: nn.Module, q: Tensor, k: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
+    """The weights W (B, H, Lq, Lk) with core(q, k, v) = W v, for a core linear in its values (every variant here).
+
+    Found from the core itself, not from a drawing of its pattern: values of width Dh carry Dh
+    unit vectors at a time (value j + d is 1 in channel d), so each call reads Dh columns of W.
+    For softmax-style cores the rows are distributions; a key a query may not use gets exactly 0.
+    Calls ``core.forward`` (no hooks), without gradients.
+    """
+    b, h, lk, d = k.shape
+    columns = []
+    with torch.no_grad():
+        for start in range(0, lk, d):
+            n = min(d, lk - start)
+            v = torch.zeros(b, h, lk, d, dtype=q.dtype, device=q.device)
+            v[:, :, start + torch.arange(n), torch.arange(n)] = 1.0  # key start + c carries the unit vector of channel c
+            columns.append(core.forward(q, k, v, pad_mask=pad_mask, causal=causal)[..., :n])  # (B, H, Lq, n)
+    return torch.cat(columns, dim=-1)  # (B, H, Lq, Lk)

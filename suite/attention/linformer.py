@@ -39,6 +39,14 @@ class LinformerAttention(AttentionCore):
         self.e = nn.Parameter(torch.randn(self.proj_len, self.max_len) / math.sqrt(self.proj_len))  # for keys
         self.f = nn.Parameter(torch.randn(self.proj_len, self.max_len) / math.sqrt(self.proj_len))  # for values
 
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
+        """Weights trained for another length are refused by name (torch would only report a size mismatch)."""
+        saved = state_dict.get(prefix + "e")
+        if saved is not None and saved.size(1) != self.max_len:
+            raise ValueError(f"attention variant {self.name!r} was trained for max_len={saved.size(1)} and is built here for max_len={self.max_len}: "
+                             "its projections fix the length; compose the run with the training run's task length")
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
     def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
         """(B, H, L, Dh) x3 -> (B, H, L, Dh), L <= max_len."""
         self_attention_only(self, q, k, causal)

@@ -1,4 +1,4 @@
-"""The jobs a run can do, one module each: train, evaluate, speed, gradient_flow.
+"""The jobs a run can do, one module each: train, evaluate, speed, gradient_flow, attention_maps.
 
 A job is a callable instantiated partially from ``cfg.job`` (``conf/job/<name>.yaml``):
 ``job(cfg=, device=, run_dir=, tracker=) -> dict`` of record fields. Each starts from the one

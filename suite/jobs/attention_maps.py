@@ -1,0 +1,52 @@
+"""``job=attention_maps``: trained weights read one test example; every layer's attention drawn with its tokens.
+
+A sentiment classifier: its self-attention per layer over the sentence's tokens ([CLS] first).
+A translation model: its encoder's and decoder's self-attention and the cross-attention between
+its greedy output and the source (the alignment). The task says what its example looks like
+(``suite.types.ShowsAttention``); ``suite.attention_maps`` captures and draws.
+"""
+from __future__ import annotations
+
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from suite.attention_maps import draw, read
+from suite.jobs.evaluate import load_weights
+from suite.jobs.prepare import prepare
+from suite.tracking import Tracker
+from suite.types import ShowsAttention
+
+
+def attention_maps_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, checkpoint: str, example: int = 0, split: str = "test") -> dict[str, Any]:
+    """Draw the attention of the weights in ``checkpoint`` on example ``example`` of ``split`` (in loader order); returns the record's fields.
+
+    Args:
+        checkpoint: a training run's checkpoints/best.pt (composed with that run's task and model overrides).
+        example: which example of the split, counted in the loader's order.
+        split: 'train', 'val' or 'test'.
+    """
+    prepared = prepare(cfg, device)
+    task, model = prepared.task, prepared.model
+    if not isinstance(task, ShowsAttention):
+        raise ValueError(f"task {task.name!r} cannot show its examples (suite.types.ShowsAttention): attention maps need a task of tokens")
+    if not hasattr(model, "encoder") and not hasattr(model, "backbone"):
+        raise ValueError(f"model {cfg.model.name!r} has no attention to draw")
+    load_weights(model, checkpoint, device)
+    loader = task.loaders(1, cfg.seed, eval_batch_size=1)[split]
+    batch = next(islice(iter(loader), example, None), None)
+    if batch is None:
+        raise ValueError(f"job.example={example}: the {split} split has fewer examples")
+    model.eval()
+    with torch.no_grad():
+        shown = task.readable(model, batch.to(device))
+        maps = read(model, shown)
+    if not maps:
+        raise ValueError(f"model {cfg.model.name!r} has no attention layers to draw (a recurrent model?)")
+    title = f"{task.name}/{task.dataset} {split} example {example}, {cfg.model.name} ({(cfg.model.get('attention') or {}).get('_target_', '').rpartition('.')[2]})"
+    paths = draw(maps, shown, run_dir, title)
+    return {**prepared.ok_fields(), "steps": 0, "stop_reason": "attention maps", "artifacts": [str(p.relative_to(run_dir)) for p in paths],
+            "curves": {f"row_sums/{name}": w.sum(-1).mean(0).tolist() for name, w in maps.items()}}
