@@ -59,7 +59,26 @@ def test_onnx_fp32_through_the_job_gives_the_same_outputs(trained, tmp_path):
     assert "reference_bf16_autocast_latency_ms" not in c
 
 
+def test_pruning_fine_tunes_through_the_trainer_and_stays_sparse(trained, tmp_path):
+    record = run(tmp_path, "model=transformer", "job=compress", "compress=prune_80", "compress.fine_tune.max_steps=2", f"job.checkpoint={trained['transformer']}", *QUICK)
+    assert record.status == "ok", record.error
+    c = record.compression
+    assert record.steps == c["fine_tune_steps"] == 2 and c["target_sparsity"] == 0.8
+    assert c["nonzero_weights"] < 0.5 * c["reference_nonzero_weights"]  # the Linear weights at 80 %, the embedding whole
+    assert (tmp_path / "checkpoints" / "best.pt").is_file()  # the fine-tuning's own best weights, in this run's directory
+
+
+def test_distillation_trains_the_student_the_job_names(trained, tmp_path):
+    record = run(tmp_path, "model=transformer", "job=compress", "compress=distill_lstm", f"job.checkpoint={trained['transformer']}", *QUICK)
+    assert record.status == "ok", record.error
+    c = record.compression
+    assert c["student"] == "lstm" and c["method"] == "distillation" and record.steps == 3  # the run's trainer (smoke: 3 steps)
+    assert c["weights"] != c["reference_weights"]
+
+
 @pytest.mark.parametrize("overrides, message", [
+    (["model=lstm", "job=compress", "compress=prune_heads"], "compress=structured_pruning .*applies to Transformer encoders"),
+    (["model=transformer", "job=compress", "compress=prune_50", "compress.sparsity=1.2"], r"compress.sparsity must be in \[0, 1\)"),
     (["model=transformer", "job=compress"], "job=compress needs a method: compress=<name>"),
     (["model=lstm", "job=compress", "compress=onnx_int8"], "compress=onnx.*packed sequences"),
     (["model=transformer", "job=compress", "compress=dynamic_int8", "compress.backend=tensorrt"], "compress.backend must be one of"),

@@ -70,6 +70,7 @@ def test_onnx_runtime_fp32_equals_pytorch_within_1e_4(tmp_path):
     task, model, batch = tiny("transformer")
     exported = OnnxRuntime("fp32").compress(model, context(task, batch, tmp_path))
     assert isinstance(exported, OnnxModel) and exported.path == tmp_path / "model.onnx"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.onnx"]  # one file, weights inside: its size is the artefact's
     assert (logits(exported, batch) - logits(model, batch)).abs().max() < 1e-4
     # the batch and the length are dynamic: one short unpadded sequence runs too
     one = batch.inputs[:1, :5]

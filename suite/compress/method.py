@@ -57,7 +57,7 @@ class Method:
     name = "method"
 
     def __init__(self, fine_tune: dict[str, Any] | None = None) -> None:
-        self.fine_tune = dict(fine_tune) if fine_tune else None
+        self.fine_tune = None if fine_tune is None else dict(fine_tune)  # {}: train with the run's trainer as it is
 
     def check(self, model: nn.Module) -> None:
         """Raise ``ValueError`` naming the setting when the method does not apply to ``model``."""

@@ -7,6 +7,8 @@ MatMul weights into int8. ``OnnxModel`` wraps a session behind the classifier's 
 """
 from __future__ import annotations
 
+import logging
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -65,8 +67,25 @@ def export(model: nn.Module, example: Batch, path: Path) -> Path:
         dynamic: dict[str, Any] = {"inputs": {0: "batch", 1: "length"}, "pad_mask": {0: "batch", 1: "length"}}
     else:
         args, names, dynamic = (example.inputs.cpu(),), ["inputs"], {"inputs": {0: "batch"}}
-    torch.onnx.export(model.cpu(), args, str(path), input_names=names, output_names=["logits"], dynamic_shapes=dynamic, dynamo=True, verbose=False)
+    with quiet("onnx_ir", "onnxscript"):  # their passes log every rewrite at INFO
+        # One file, weights inside (external_data=False): its size is the artefact's size.
+        torch.onnx.export(model.cpu(), args, str(path), input_names=names, output_names=["logits"], dynamic_shapes=dynamic, dynamo=True,
+                          external_data=False, verbose=False)
     return path
+
+
+@contextmanager
+def quiet(*names: str) -> Iterator[None]:
+    """Loggers ``names`` (the root logger when none) at WARNING for the block."""
+    loggers = [logging.getLogger(name) for name in names] or [logging.getLogger()]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 class OnnxRuntime(Method):
@@ -102,7 +121,8 @@ class OnnxRuntime(Method):
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
             path = context.directory / "model.int8.onnx"
-            quantize_dynamic(str(fp32), str(path), weight_type=QuantType.QInt8)
+            with quiet():  # ONNX Runtime's quantizer logs every tensor at INFO on the root logger
+                quantize_dynamic(str(fp32), str(path), weight_type=QuantType.QInt8)
             fp32.unlink()  # the artefact is the int8 graph alone
         return OnnxModel(path, torch.get_num_threads())
 

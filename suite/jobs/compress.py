@@ -24,7 +24,7 @@ from suite.compress.footprint import bits_per_weight, count_weights, file_bytes,
 from suite.compress.method import Context, Method
 from suite.compress.timing import compare_speed, output_difference
 from suite.jobs.evaluate import load_weights
-from suite.jobs.prepare import model_on, prepare
+from suite.jobs.prepare import model_label, model_on, prepare
 from suite.jobs.speed import first_batch
 from suite.tracking import Tracker
 from suite.train import resume_identity
@@ -37,10 +37,9 @@ def method_of(cfg: DictConfig) -> tuple[Method, DictConfig | None]:
     """The configured method (its settings checked on construction) and the run's config with the method's student as its model, if it has one."""
     if cfg.get("compress") is None:
         raise ValueError("job=compress needs a method: compress=<name>, one of conf/compress/*.yaml")
-    settings = OmegaConf.to_container(cfg.compress, resolve=True)
-    settings.pop(STUDENT, None)
+    settings = {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v for k, v in cfg.compress.items() if k != STUDENT}
     student_root = None
-    if cfg.compress.get(STUDENT) is not None:  # unresolved, so ${model.*} inside it means the student's own keys
+    if cfg.compress.get(STUDENT) is not None:  # a model config: its relative interpolations (${..d_model}) now read its own keys
         student_root = cfg.copy()
         with open_dict(student_root):
             student_root.model = OmegaConf.to_container(cfg.compress[STUDENT], resolve=False)
@@ -123,7 +122,7 @@ def compress_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: 
         "artefact": str(artefact.relative_to(run_dir)), "checkpoint": str(checkpoint), "compress_seconds": seconds,
         "reference_metrics": reference_test, "primary_delta": test[primary] - reference_test[primary],
         "max_abs_output_difference": output_difference(task, model, reference, example, device), "threads": torch.get_num_threads(),
-    }
+    } | ({"student": model_label(student_root.model)} if student_root is not None else {})
     tracker.summary({f"test/{k}": v for k, v in test.items()} | {f"compression/{k}": v for k, v in compression.items() if isinstance(v, (int, float))})
     log.info("%s: %s %.4g (reference %.4g), %.2fx smaller, %.2fx throughput, %.2fx latency", method.name, primary, test[primary],
              reference_test[primary], figures["size_ratio"], figures["throughput_speedup"], figures["latency_speedup"])
