@@ -99,6 +99,7 @@ JOB_LIMITS = {  # measurement jobs, cut to one call
     "train_job": ["trainer.max_steps=1", "trainer.limit_train_batches=1", "trainer.limit_eval_batches=1", "trainer.eval_batch_size=16", "trainer.progress=false"],
     "speed_job": ["job.min_time_s=0", "job.repeats=1", "job.warmup=1", "job.measure_peak=false", "task.seq_len=32"],
     "gradient_flow_job": ["job.n_models=1", "job.batch_size=4", "task.seq_len=32"],
+    "compress_job": ["job.min_time_s=0", "job.repeats=1", "job.warmup=1", "job.bf16_reference=false"],
 }
 
 
@@ -109,8 +110,13 @@ def test_every_experiment_runs_a_step(experiment, tmp_path, request):
     if task in DATA_OF:
         need_data(*DATA_OF[task])
     tiny = [*TINY_TASK[task], f"data_dir={request.getfixturevalue('subset_data')}"] if task in TINY_TASK else []
-    cfg = shrink(compose_config(f"experiment={experiment}", "logger=none", *JOB_LIMITS[job], *tiny, tiny=False))  # its own trainer, cut short
-    record = execute(cfg, tmp_path)
+    limits = JOB_LIMITS[job]
+    if job == "compress_job":  # it compresses trained weights: a tiny model of the experiment's task, trained for a step
+        teacher = execute(shrink(compose_config(f"experiment={experiment}", "job=train", "logger=none", *JOB_LIMITS["train_job"], *tiny, tiny=False)), tmp_path / "teacher")
+        assert teacher.status == "ok", teacher.error
+        limits = [*limits, f"job.checkpoint={tmp_path / 'teacher' / 'checkpoints' / 'best.pt'}"]
+    cfg = shrink(compose_config(f"experiment={experiment}", "logger=none", *limits, *tiny, tiny=False))  # its own trainer, cut short
+    record = execute(cfg, tmp_path / "run")
     assert record.status == "ok", record.error
     assert record.steps == (1 if job == "train_job" else 0)
 
