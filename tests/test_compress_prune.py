@@ -110,3 +110,41 @@ def test_head_removal_refuses_an_attention_variant_with_its_own_state():
     with pytest.raises(ValueError, match="compress.heads=0.5: attention variant"):
         StructuredPruning(heads=0.5).check(model)
     StructuredPruning(neurons=0.5).check(model)  # neurons alone do not touch attention
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru", "rnn"])
+def test_removing_a_dead_hidden_unit_leaves_outputs_equal(cell):
+    from suite.compress.slicing import keep_units
+    from suite.models.rnn import RecurrentEncoder
+
+    torch.manual_seed(0)
+    encoder = RecurrentEncoder(d_model=8, cell=cell, hidden_size=8).eval()
+    rnn, gates = encoder.rnn, encoder.rnn.weight_ih_l0.size(0) // 8
+    dead = [2 + g * 8 for g in range(gates)]  # unit 2 in every gate block: its state stays 0
+    with torch.no_grad():
+        for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
+            getattr(rnn, name)[dead] = 0.0
+        rnn.weight_hh_l0[:, 2] = 0.0
+    x, pad = torch.randn(3, 6, 8), torch.zeros(3, 6, dtype=torch.bool)
+    pad[1, -3:] = True
+    before = encoder(x, pad)
+    if cell == "gru":  # a GRU's dead unit keeps h = (1 - z) * n + z * h = 0.5 * tanh(0) + 0.5 * 0 = 0 as well
+        assert before[..., 2].abs().max() == 0
+    keep_units(encoder, torch.tensor([0, 1, 3, 4, 5, 6, 7]))
+    assert encoder.rnn.hidden_size == 7 and encoder.proj.weight.shape == (8, 7)
+    torch.testing.assert_close(encoder(x, pad), before)
+
+
+def test_hidden_unit_pruning_shrinks_an_lstm_and_refuses_a_transformer(tmp_path):
+    from suite.compress.units import HiddenUnitPruning
+
+    _, task, model = tiny("lstm")
+    method = HiddenUnitPruning(units=0.5, importance_batches=2)
+    method.check(model)
+    batch = next(iter(task.loaders(8, 0)["test"]))
+    pruned = method.compress(model, Context(task, CPU, 0, batch, tmp_path))
+    assert method.kept == 16 and pruned(batch.inputs, batch.pad_mask).shape == model(batch.inputs, batch.pad_mask).shape
+    with pytest.raises(ValueError, match="compress=hidden_unit_pruning .*applies to recurrent encoders"):
+        HiddenUnitPruning().check(tiny("transformer")[2])
+    with pytest.raises(ValueError, match=r"compress.units must be in \[0, 1\)"):
+        HiddenUnitPruning(units=1.0)

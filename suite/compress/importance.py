@@ -1,6 +1,6 @@
-"""How much the loss depends on each group of a Linear layer's inputs: attention heads, feed-forward neurons, recurrent units.
+"""How much the loss depends on each group of a layer's inputs: attention heads, feed-forward neurons, recurrent units.
 
-A gate xi (one per group, all ones) multiplies the groups of a Linear layer's input; the
+A gate xi (one per group, all ones) multiplies the groups of a layer's input; the
 importance of group g is the sum over batches of |dL/dxi_g| (Michel et al. 2019 for heads;
 for a neuron it is the first-order Taylor estimate |sum a dL/da| of Molchanov et al. 2017).
 The gates never change the outputs: they only collect gradients.
@@ -16,12 +16,12 @@ from suite.types import Batch
 
 
 class InputGate:
-    """Ones (G,) multiplied into the G equal groups of ``linear``'s input (..., G * S), as a forward pre-hook."""
+    """Ones (G,) multiplied into the G equal groups of ``module``'s input (..., G * S), as a forward pre-hook."""
 
-    def __init__(self, linear: nn.Linear, groups: int) -> None:
+    def __init__(self, module: nn.Module, groups: int, device: torch.device) -> None:
         self.groups = groups
-        self.gate = torch.ones(groups, device=linear.weight.device, requires_grad=True)
-        self.handle = linear.register_forward_pre_hook(self.hook)
+        self.gate = torch.ones(groups, device=device, requires_grad=True)
+        self.handle = module.register_forward_pre_hook(self.hook)
 
     def hook(self, _module: nn.Module, args: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
         x = args[0]
@@ -29,12 +29,12 @@ class InputGate:
         return ((grouped * self.gate.to(x.dtype)[:, None]).flatten(-2), *args[1:])
 
 
-def gate_importance(model: nn.Module, task: Any, batches: Iterable[Batch], sites: dict[str, tuple[nn.Linear, int]], device: torch.device) -> dict[str, Tensor]:
-    """Per site (a Linear and its number of input groups): (G,) summed |d loss / d gate| over ``batches``.
+def gate_importance(model: nn.Module, task: Any, batches: Iterable[Batch], sites: dict[str, tuple[nn.Module, int]], device: torch.device) -> dict[str, Tensor]:
+    """Per site (a module, e.g. a Linear, and its number of input groups): (G,) summed |d loss / d gate| over ``batches``.
 
     The model's own gradients are left untouched (computed and discarded); dropout is off.
     """
-    gates = {name: InputGate(linear, groups) for name, (linear, groups) in sites.items()}
+    gates = {name: InputGate(module, groups, device) for name, (module, groups) in sites.items()}
     scores = {name: torch.zeros(g.groups, device=device) for name, g in gates.items()}
     was_training = model.training
     model.eval()

@@ -1,4 +1,5 @@
-"""Physically smaller layers: a Linear keeping some of its outputs or inputs, an attention layer keeping some heads, a feed-forward keeping some neurons.
+"""Physically smaller layers: a Linear keeping some of its outputs or inputs, an attention layer keeping some heads, a feed-forward
+keeping some neurons, a recurrent encoder keeping some hidden units.
 
 The kept rows and columns are copied, so for an input whose removed parts contribute nothing
 (a head whose output projection is zero) the smaller layer computes exactly what the larger did.
@@ -8,6 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from suite.models.rnn import RecurrentEncoder
 from suite.models.transformer import FeedForward, MultiHeadAttention
 
 
@@ -52,3 +54,32 @@ def keep_neurons(ff: FeedForward, neurons: Tensor) -> None:
     neurons = neurons.sort().values
     ff.linear1 = keep_outputs(ff.linear1, neurons)
     ff.linear2 = keep_inputs(ff.linear2, neurons)
+
+
+def keep_units(encoder: RecurrentEncoder, units: Tensor) -> None:
+    """Keep only ``units`` of a one-layer, one-direction recurrent encoder's hidden state.
+
+    Every gate's rows of the input and hidden matrices (and biases) lose the other units, the
+    hidden matrix their columns too; the output projection reads the kept units (an identity
+    becomes the matching columns of one, so the outputs stay where they were).
+    """
+    rnn = encoder.rnn
+    hidden, gates = rnn.hidden_size, rnn.weight_ih_l0.size(0) // rnn.hidden_size
+    units = units.sort().values
+    rows = (torch.arange(gates, device=units.device)[:, None] * hidden + units).flatten()  # the units in every gate block
+    smaller = type(rnn)(rnn.input_size, len(units), num_layers=1, batch_first=True, bias=rnn.bias, device=rnn.weight_ih_l0.device)
+    with torch.no_grad():
+        smaller.weight_ih_l0.copy_(rnn.weight_ih_l0[rows])
+        smaller.weight_hh_l0.copy_(rnn.weight_hh_l0[rows][:, units])
+        if rnn.bias:
+            smaller.bias_ih_l0.copy_(rnn.bias_ih_l0[rows])
+            smaller.bias_hh_l0.copy_(rnn.bias_hh_l0[rows])
+    encoder.rnn = smaller
+    if isinstance(encoder.proj, nn.Linear):
+        encoder.proj = keep_inputs(encoder.proj, units)
+    else:  # the identity: unit u was output feature u
+        identity = nn.Linear(hidden, encoder.d_model, bias=True, device=units.device)
+        with torch.no_grad():
+            identity.weight.copy_(torch.eye(encoder.d_model, hidden, device=units.device))
+            identity.bias.zero_()
+        encoder.proj = keep_inputs(identity, units)
