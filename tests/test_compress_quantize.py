@@ -32,7 +32,8 @@ def logits(model, batch):
         return model(batch.inputs, batch.pad_mask).float()
 
 
-@pytest.mark.parametrize("method", [DynamicInt8("torch"), DynamicInt8("torchao", layers=["linear"]), Bf16Weights()], ids=["torch_int8", "torchao_int8", "bf16"])
+@pytest.mark.parametrize("method", [DynamicInt8("torch"), DynamicInt8("torch", layers=["linear", "lstm", "embedding"]), DynamicInt8("torchao", layers=["linear"]), Bf16Weights()],
+                         ids=["torch_int8", "torch_int8_embedding", "torchao_int8", "bf16"])
 @pytest.mark.parametrize("model", ["transformer", "lstm"])
 def test_quantized_outputs_stay_close_to_fp32_and_the_original_is_untouched(method, model, tmp_path):
     task, fp32, batch = tiny(model)
@@ -50,6 +51,17 @@ def test_torch_dynamic_int8_swaps_linear_and_lstm_layers():
     kinds = {type(m).__module__ + "." + type(m).__name__ for m in quantized.modules()}
     assert "torch.ao.nn.quantized.dynamic.modules.rnn.LSTM" in kinds
     assert "torch.ao.nn.quantized.dynamic.modules.linear.Linear" in kinds and not any(type(m) is nn.Linear for m in quantized.modules())
+
+
+def test_an_int8_embedding_table_is_about_a_quarter_of_its_bytes_and_counted_whole():
+    model = nn.Sequential(nn.Embedding(2000, 64), nn.Linear(64, 4))
+    quantized = DynamicInt8("torch", layers=["embedding"]).compress(model, Context(None, CPU, 0, None, None))
+    assert count_weights(quantized)[0] == count_weights(model)[0]
+    table = 2000 * 64 * 4
+    saved = serialized_bytes(model.state_dict()) - serialized_bytes(quantized.state_dict())
+    assert 0.65 * table < saved < 0.75 * table  # uint8 codes, and a float scale and offset per row
+    ids = torch.randint(0, 2000, (3, 7))
+    assert (quantized(ids) - model(ids)).abs().max() < 0.05
 
 
 def test_weights_are_counted_in_their_stored_form():

@@ -32,8 +32,12 @@ def plain(t: Tensor) -> Tensor:
 
 def module_weights(module: nn.Module) -> Iterator[Tensor]:
     """The weights a module holds itself (not its children's), whatever form they are kept in."""
+    from torch.ao.nn import quantized as nnq
     from torch.ao.nn.quantized import dynamic as qd
 
+    if isinstance(module, nnq.Embedding):  # uint8 rows, packed
+        yield module.weight()
+        return
     if isinstance(module, qd.Linear):  # packed: weight() and bias() unpack them
         yield module.weight()
         if module.bias() is not None:

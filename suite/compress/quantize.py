@@ -18,17 +18,19 @@ from torch import Tensor, nn
 
 from suite.compress.method import Context, Method
 
-LAYERS: dict[str, type[nn.Module]] = {"linear": nn.Linear, "lstm": nn.LSTM, "gru": nn.GRU}
+LAYERS: dict[str, type[nn.Module]] = {"linear": nn.Linear, "lstm": nn.LSTM, "gru": nn.GRU, "embedding": nn.Embedding}
 BACKENDS = ("torch", "torchao")
 
 
 def torch_dynamic_int8(model: nn.Module, layers: Sequence[str]) -> nn.Module:
-    """A copy of ``model`` with ``layers`` (Linear, LSTM, GRU) swapped for torch's dynamic int8 modules."""
-    from torch.ao.quantization import quantize_dynamic
+    """A copy of ``model`` with ``layers`` (Linear, LSTM, GRU) swapped for torch's dynamic int8 modules; an embedding
+    table becomes uint8 rows with a float scale and offset each (weight-only: its output is a lookup, nothing to multiply)."""
+    from torch.ao.quantization import default_dynamic_qconfig, float_qparams_weight_only_qconfig, quantize_dynamic
 
+    spec = {LAYERS[name]: float_qparams_weight_only_qconfig if name == "embedding" else default_dynamic_qconfig for name in layers}
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*deprecated.*")
-        return quantize_dynamic(copy.deepcopy(model).eval(), {LAYERS[name] for name in layers}, dtype=torch.qint8)
+        return quantize_dynamic(copy.deepcopy(model).eval(), spec, dtype=torch.qint8)
 
 
 def torchao_dynamic_int8(model: nn.Module) -> nn.Module:
@@ -44,9 +46,9 @@ class DynamicInt8(Method):
     """Dynamic int8 quantization of ``layers`` with torch's or torchao's implementation; no fine-tuning.
 
     Args:
-        backend: 'torch' (``torch.ao.quantization.quantize_dynamic``: Linear, LSTM, GRU) or
+        backend: 'torch' (``torch.ao.quantization.quantize_dynamic``: Linear, LSTM, GRU, embedding tables) or
             'torchao' (``torchao.quantization.quantize_``: Linear only).
-        layers: kinds of layer quantized: any of 'linear', 'lstm', 'gru'.
+        layers: kinds of layer quantized: any of 'linear', 'lstm', 'gru', 'embedding'.
     """
 
     name = "dynamic_int8"
