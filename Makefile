@@ -23,7 +23,7 @@ NAME ?= quick
 # so the row gives the same BLEU on every machine of this kind.
 BENCH_TRANSLATION_STEPS ?= 400
 
-.PHONY: help install data fashion-mnist test test-slow bench bench-full report perf gpu-check clean
+.PHONY: help install data fashion-mnist test test-slow bench bench-compression bench-full report perf gpu-check clean
 
 help: ## List the commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -74,6 +74,13 @@ bench: data ## The quick benchmark (~15 min on 2 cores): every task, both sweeps
 	$(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_DIR)/gradient_flow
 	$(PYTHON) -m suite.report $(BENCH_DIR) --name quick --wandb
 	@echo "make bench: the runs and the report took $$(( $$(date +%s) - $$(cat $(BENCH_DIR)/.started) )) s (after set-up)"
+
+# Proposed as a step of `make bench`, after the tasks (it compresses their SST-2 Transformer) and before the report:
+# two post-training methods, no fine-tuning, about 2 minutes on a core. `make report` then shows them (compression.md, two figures).
+BENCH_COMPRESS ?= dynamic_int8,onnx_int8
+bench-compression: data ## Compress the quick benchmark's SST-2 Transformer (after `make bench`): int8 against fp32, timed interleaved
+	$(PAR) $(RUN) -m experiment=compression task=sentiment model=transformer hydra.sweep.dir=$(BENCH_DIR)/compression \
+	  job.checkpoint=$(BENCH_DIR)/tasks/sentiment-sst2-transformer-s0/checkpoints/best.pt compress=$(BENCH_COMPRESS) job.min_time_s=5
 
 GPU_CHECK_DIR ?= runs/gpu-check
 GPU_CHECK_DEVICE ?= cuda
