@@ -74,6 +74,7 @@ def test_distillation_trains_the_student_the_job_names(trained, tmp_path):
     c = record.compression
     assert c["student"] == "lstm" and c["method"] == "distillation" and record.steps == 3  # the run's trainer (smoke: 3 steps)
     assert c["weights"] != c["reference_weights"]
+    assert "linear_size_ratio" not in c  # an LSTM's Linear layers are not the Transformer's: no ratio between them
 
 
 @pytest.mark.parametrize("overrides, message", [

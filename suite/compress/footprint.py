@@ -72,8 +72,8 @@ def count_weights(model: nn.Module) -> tuple[int, int]:
     return total, nonzero
 
 
-def linear_bytes(model: nn.Module) -> int:
-    """Serialized bytes of the state of the Linear layers alone (float or int8, packed or not).
+def linear_bytes(model: nn.Module) -> tuple[int, int]:
+    """Serialized bytes of the state of the Linear layers alone (float or int8, packed or not), and how many layers that is.
 
     The figure the int8 target speaks of: an embedding table stays float under dynamic
     quantization, and in a small-vocabulary model it dominates the file.
@@ -82,7 +82,7 @@ def linear_bytes(model: nn.Module) -> int:
 
     kinds = (nn.Linear, qd.Linear)
     state = {name: module.state_dict() for name, module in model.named_modules() if isinstance(module, kinds)}
-    return serialized_bytes(state)
+    return serialized_bytes(state), len(state)
 
 
 def file_bytes(path: Path) -> int:

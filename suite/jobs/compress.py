@@ -61,7 +61,7 @@ def footprint(model: torch.nn.Module, artefact_bytes: int, prefix: str = "") -> 
     out = {f"{prefix}bytes": float(artefact_bytes), f"{prefix}weights": float(weights), f"{prefix}nonzero_weights": float(nonzero),
            f"{prefix}sparsity": 1.0 - nonzero / max(1, weights), f"{prefix}bits_per_weight": bits_per_weight(artefact_bytes, weights)}
     if not hasattr(model, "stored_weights"):
-        out[f"{prefix}linear_bytes"] = float(linear_bytes(model))
+        out[f"{prefix}linear_bytes"], out[f"{prefix}linear_layers"] = map(float, linear_bytes(model))
     return out
 
 
@@ -70,7 +70,7 @@ def ratios(compressed: dict[str, float], reference: dict[str, float]) -> dict[st
     out = {"size_ratio": reference["reference_bytes"] / compressed["bytes"],
            "latency_speedup": reference["reference_latency_ms"] / compressed["latency_ms"],
            "throughput_speedup": compressed["throughput_items_per_s"] / reference["reference_throughput_items_per_s"]}
-    if "linear_bytes" in compressed and compressed["linear_bytes"] > 0:
+    if compressed.get("linear_layers") == reference["reference_linear_layers"]:  # the same layers (an LSTM student's are not the teacher's)
         out["linear_size_ratio"] = reference["reference_linear_bytes"] / compressed["linear_bytes"]
     return out
 
