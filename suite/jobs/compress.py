@@ -65,14 +65,28 @@ def footprint(model: torch.nn.Module, artefact_bytes: int, prefix: str = "") -> 
     return out
 
 
-def ratios(compressed: dict[str, float], reference: dict[str, float]) -> dict[str, float]:
-    """How many times smaller and faster the compressed model is (above 1: better)."""
-    out = {"size_ratio": reference["reference_bytes"] / compressed["bytes"],
-           "latency_speedup": reference["reference_latency_ms"] / compressed["latency_ms"],
-           "throughput_speedup": compressed["throughput_items_per_s"] / reference["reference_throughput_items_per_s"]}
-    if compressed.get("linear_layers") == reference["reference_linear_layers"]:  # the same layers (an LSTM student's are not the teacher's)
-        out["linear_size_ratio"] = reference["reference_linear_bytes"] / compressed["linear_bytes"]
+def ratios(f: dict[str, float]) -> dict[str, float]:
+    """How many times smaller and faster the compressed model is than the reference (above 1: better), from the figures of both."""
+    out = {"size_ratio": f["reference_bytes"] / f["bytes"], "latency_speedup": f["reference_latency_ms"] / f["latency_ms"],
+           "throughput_speedup": f["throughput_items_per_s"] / f["reference_throughput_items_per_s"]}
+    if f.get("linear_layers") == f["reference_linear_layers"]:  # the same layers (an LSTM student's are not the teacher's)
+        out["linear_size_ratio"] = f["reference_linear_bytes"] / f["linear_bytes"]
     return out
+
+
+def measured(task: Any, model: torch.nn.Module, reference: torch.nn.Module, artefact: Path, example: Any, device: torch.device, timing: dict[str, Any]) -> dict[str, float]:
+    """Size, weights and speed of the compressed model and of the reference (``reference_*``), timed interleaved, and their ratios.
+
+    Args:
+        timing: ``warmup``, ``repeats``, ``min_time_s`` and ``bf16_reference`` (also time the reference under bf16 autocast).
+    """
+    variants = {"compressed": (model, "fp32"), "reference": (reference, "fp32")}
+    if timing["bf16_reference"]:
+        variants["reference_bf16_autocast"] = (reference, "bf16")
+    speed = compare_speed(task, variants, example, device, timing["warmup"], timing["repeats"], timing["min_time_s"])
+    figures = footprint(model, file_bytes(artefact)) | footprint(reference, serialized_bytes(reference.state_dict()), "reference_")
+    figures |= speed["compressed"] | {f"{name}_{k}": v for name, values in speed.items() if name != "compressed" for k, v in values.items()}
+    return figures | ratios(figures)
 
 
 def compress_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, checkpoint: str, batch_size: int = 32, warmup: int = 3,
@@ -109,15 +123,9 @@ def compress_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: 
     reference_test, _ = trainer.score(reference, task, device, cfg.seed, "test")
     test, _ = trainer.score(model, task, device, cfg.seed, "test")
     val, _ = trainer.score(model, task, device, cfg.seed, "val")
-    variants = {"compressed": (model, "fp32"), "reference": (reference, "fp32")}
-    if bf16_reference:
-        variants["reference_bf16_autocast"] = (reference, "bf16")
-    speed = compare_speed(task, variants, example, device, warmup, repeats, min_time_s)
+    timing = {"warmup": warmup, "repeats": repeats, "min_time_s": min_time_s, "bf16_reference": bf16_reference}
+    figures = measured(task, model, reference, artefact, example, device, timing)
     primary = task.primary_metric
-    figures = footprint(model, file_bytes(artefact)) | footprint(reference, serialized_bytes(reference.state_dict()), "reference_")
-    figures |= speed["compressed"] | {f"reference_{k}": v for k, v in speed["reference"].items()}
-    figures |= {f"reference_bf16_autocast_{k}": v for k, v in speed.get("reference_bf16_autocast", {}).items()}
-    figures |= ratios(figures, figures)
     compression = method.describe() | figures | fit | {
         "artefact": str(artefact.relative_to(run_dir)), "checkpoint": str(checkpoint), "compress_seconds": seconds,
         "reference_metrics": reference_test, "primary_delta": test[primary] - reference_test[primary],
