@@ -94,3 +94,20 @@ def test_bad_input_is_named_before_any_work(trained, tmp_path, overrides, messag
 def test_a_checkpoint_that_does_not_fit_is_named(trained, tmp_path):
     record = run(tmp_path, "model=transformer", "model.head.hidden=16", "job=compress", "compress=bf16_weights", f"job.checkpoint={trained['transformer']}", *QUICK)
     assert record.status == "failed" and "does not fit this model" in record.error and str(trained["transformer"]) in record.error
+
+
+def test_every_method_config_builds_and_every_method_has_a_config():
+    import importlib
+    import inspect
+
+    from suite.compress.method import Method
+    from suite.jobs.compress import method_of
+    from tests.conftest import CONF
+
+    built = set()
+    for path in sorted((CONF / "compress").glob("*.yaml")):
+        method, _ = method_of(compose_config("job=compress", f"compress={path.stem}"))
+        built.add(type(method))
+    modules = [importlib.import_module(f"suite.compress.{p.stem}") for p in (CONF.parent / "suite" / "compress").glob("*.py") if p.stem != "__init__"]
+    methods = {c for m in modules for _, c in inspect.getmembers(m, inspect.isclass) if issubclass(c, Method) and c is not Method}
+    assert methods == built
