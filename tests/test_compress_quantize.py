@@ -78,6 +78,13 @@ def test_weights_are_counted_in_their_stored_form():
     assert linear_bytes(model)[0] == pytest.approx(serialized_bytes({"0": model[0].state_dict(), "2": model[2].state_dict()}))
 
 
+def test_every_unpacked_weight_is_counted_once():
+    # Packed int8 weights are unpacked into temporaries; a count keyed on their ids once lost whole layers.
+    model = nn.Sequential(*[nn.Linear(32, 32) for _ in range(40)])
+    quantized = DynamicInt8("torch", layers=["linear"]).compress(model, Context(None, CPU, 0, None, None))
+    assert count_weights(quantized)[0] == sum(p.numel() for p in model.parameters())
+
+
 def test_onnx_runtime_fp32_equals_pytorch_within_1e_4(tmp_path):
     task, model, batch = tiny("transformer")
     exported = OnnxRuntime("fp32").compress(model, context(task, batch, tmp_path))

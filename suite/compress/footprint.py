@@ -55,11 +55,11 @@ def weight_tensors(model: nn.Module) -> Iterator[Tensor]:
     if hasattr(model, "stored_weights"):
         yield from model.stored_weights()
         return
-    seen: set[int] = set()
+    seen: dict[int, Tensor] = {}  # holding each tensor keeps its id unique (unpacked weights are temporaries whose ids get reused)
     for module in model.modules():
         for t in module_weights(module):
             if id(t) not in seen:
-                seen.add(id(t))
+                seen[id(t)] = t
                 yield plain(t)
 
 
