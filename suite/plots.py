@@ -227,11 +227,11 @@ def method_label(r: ResultRecord) -> str:
     """A compressed run in a few words: the method and what sets it apart ('dynamic_int8 torch', 'magnitude_pruning 80%', 'distillation -> lstm')."""
     c = r.compression
     detail = {
-        "dynamic_int8": lambda: c.get("backend", ""),
+        "dynamic_int8": lambda: c.get("backend", "") + (" + embedding" if "embedding" in c.get("layers", []) else ""),
         "onnx": lambda: f"runtime {c.get('precision', '')}",
         "magnitude_pruning": lambda: f"{c.get('target_sparsity', 0):.0%}",
         "structured_pruning": lambda: " ".join(f"{name} -{c[key]:.0%}" for name, key in (("heads", "heads_removed"), ("ffn", "neurons_removed")) if c.get(key)),
-        "distillation": lambda: f"-> {c.get('student', '?')}",
+        "distillation": lambda: f"-> {c.get('student', '?')} (mix {c.get('mix', '?'):g}, T {c.get('temperature', '?'):g})",
     }.get(c.get("method", ""), lambda: "")()
     return f"{c.get('method', '?')} {detail}".strip()
 
@@ -249,9 +249,9 @@ def frontier(records: list[ResultRecord], x_key: str, x_label: str, out: Path, s
         for r in mine:
             c = r.compression
             ax.scatter(c[x_key] * scale, primary(r)[1], marker="o", color="C0" if family(r) == "attention" else "C1")
-            ax.annotate(f"{r.model}: {method_label(r)}", (c[x_key] * scale, primary(r)[1]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            ax.annotate(f"{r.model} {model_size(r)}: {method_label(r)}", (c[x_key] * scale, primary(r)[1]), fontsize=7, xytext=(3, 3), textcoords="offset points")
             metric = primary(r)[0]
-            references[(r.model, c["checkpoint"])].append((c[f"reference_{x_key}"] * scale, c["reference_metrics"].get(metric)))
+            references[(f"{r.model} {model_size(r)}", c["checkpoint"])].append((c[f"reference_{x_key}"] * scale, c["reference_metrics"].get(metric)))
         for (model, _), points in references.items():
             x, y = statistics.median(p[0] for p in points), points[0][1]  # one star per set of weights: the median of its jobs' timings
             ax.scatter(x, y, marker="*", s=140, color="k")

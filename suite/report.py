@@ -223,12 +223,12 @@ def speed_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
 def compression_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     """One row per compressed model: its test metric beside the uncompressed weights', size, weights and speed as ratios to them (measured in the same job)."""
     rows = []
-    for r in sorted((r for r in records if is_compression(r)), key=lambda r: (r.task, r.dataset, r.model, r.compression.get("checkpoint", ""), method_label(r))):
+    for r in sorted((r for r in records if is_compression(r)), key=lambda r: (r.task, r.dataset, r.model, model_size(r), r.compression.get("checkpoint", ""), method_label(r))):
         c, (metric, value) = r.compression, primary(r) or ("", float("nan"))
         ratio = lambda key: f"{c[key]:.2f}x" if key in c else ""  # noqa: E731
         bf16 = c.get("reference_bf16_autocast_throughput_items_per_s")
         rows.append({
-            "task": r.task, "dataset": r.dataset, "model": r.model, "method": method_label(r), "metric": metric,
+            "task": r.task, "dataset": r.dataset, "model": r.model, "size": model_size(r), "method": method_label(r), "metric": metric,
             "compressed": fmt.metric(value), "uncompressed": fmt.metric(c["reference_metrics"].get(metric, float("nan"))),
             "delta": f"{c.get('primary_delta', float('nan')):+.3f}", "MB": f"{c['bytes'] / 1e6:.3g}", "smaller": ratio("size_ratio"),
             "Linear smaller": ratio("linear_size_ratio"), "weights": fmt.rate(c["weights"]), "non-zero": fmt.rate(c["nonzero_weights"]),

@@ -17,13 +17,13 @@ def compressed(model: str, method: dict, accuracy: float, latency: float, size: 
 RECORDS = [
     compressed("transformer", {"method": "dynamic_int8", "backend": "torch"}, 0.80, 1.0, 1e6),
     compressed("transformer", {"method": "magnitude_pruning", "target_sparsity": 0.8}, 0.78, 2.0, 4e6),
-    compressed("transformer", {"method": "distillation", "student": "lstm"}, 0.83, 0.5, 3e6),
+    compressed("transformer", {"method": "distillation", "student": "lstm", "mix": 0.5, "temperature": 2.0}, 0.83, 0.5, 3e6),
     compressed("lstm", {"method": "structured_pruning", "heads_removed": 0.5, "neurons_removed": 0.0}, 0.7, 0.4, 2e6),
 ]
 
 
 def test_methods_are_named_by_what_sets_them_apart():
-    assert [method_label(r) for r in RECORDS] == ["dynamic_int8 torch", "magnitude_pruning 80%", "distillation -> lstm", "structured_pruning heads -50%"]
+    assert [method_label(r) for r in RECORDS] == ["dynamic_int8 torch", "magnitude_pruning 80%", "distillation -> lstm (mix 0.5, T 2)", "structured_pruning heads -50%"]
 
 
 def test_one_row_per_compressed_model_with_ratios_to_its_uncompressed_weights():
