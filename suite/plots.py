@@ -242,7 +242,7 @@ def frontier(records: list[ResultRecord], x_key: str, x_label: str, out: Path, s
     if not runs:
         return None
     tasks = sorted({(r.task, r.dataset) for r in runs})
-    fig, axes = plt.subplots(1, len(tasks), figsize=(6.5 * len(tasks), 4.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(11 * len(tasks), 7), squeeze=False)  # wide: one label a point
     for ax, (task, dataset) in zip(axes[0], tasks):
         mine = [r for r in runs if (r.task, r.dataset) == (task, dataset)]
         references: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
