@@ -46,7 +46,7 @@ define bench_attention
 	  $(PAR) $(RUN) -m $(BENCH_RECALL) $(JOBLIB) model/attention=$(BENCH_RECALL_OTHERS); wait $$pid
 endef
 
-.PHONY: help install data fashion-mnist test test-slow bench bench-full bench-attention bench-attention-full patterns report perf gpu-check clean
+.PHONY: help install data fashion-mnist test test-slow bench bench-compression bench-full bench-attention bench-attention-full patterns report perf gpu-check clean
 
 help: ## List the commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -101,6 +101,13 @@ bench: data ## The quick benchmark (~20 min on 2 cores): every task, both sweeps
 
 bench-attention: data ## make bench's efficient-attention part alone: every variant's speed at 1024 and 4096, recall at 128 (key at the end)
 	$(bench_attention)
+
+# Proposed as a step of `make bench`, after the tasks (it compresses their SST-2 Transformer) and before the report:
+# two post-training methods, no fine-tuning, about 2 minutes on a core. `make report` then shows them (compression.md, two figures).
+BENCH_COMPRESS ?= dynamic_int8,onnx_int8
+bench-compression: data ## Compress the quick benchmark's SST-2 Transformer (after `make bench`): int8 against fp32, timed interleaved
+	$(PAR) $(RUN) -m experiment=compression task=sentiment model=transformer hydra.sweep.dir=$(BENCH_DIR)/compression \
+	  job.checkpoint=$(BENCH_DIR)/tasks/sentiment-sst2-transformer-s0/checkpoints/best.pt compress=$(BENCH_COMPRESS) job.min_time_s=5
 
 GPU_CHECK_DIR ?= runs/gpu-check
 GPU_CHECK_DEVICE ?= cuda

@@ -219,6 +219,61 @@ def domain_bars(records: list[ResultRecord], out: Path) -> Path | None:
     return save(fig, out)
 
 
+def is_compression(r: ResultRecord) -> bool:
+    return r.status == "ok" and job_name(r) == "compress_job" and bool(r.compression)
+
+
+def method_label(r: ResultRecord) -> str:
+    """A compressed run in a few words: the method and what sets it apart ('dynamic_int8 torch', 'magnitude_pruning 80%', 'distillation -> lstm')."""
+    c = r.compression
+    detail = {
+        "dynamic_int8": lambda: c.get("backend", "") + (" + embedding" if "embedding" in c.get("layers", []) else ""),
+        "onnx": lambda: f"runtime {c.get('precision', '')}",
+        "magnitude_pruning": lambda: f"{c.get('target_sparsity', 0):.0%}",
+        "structured_pruning": lambda: " ".join(f"{name} -{c[key]:.0%}" for name, key in (("heads", "heads_removed"), ("ffn", "neurons_removed")) if c.get(key)),
+        "distillation": lambda: f"-> {c.get('student', '?')} (mix {c.get('mix', '?'):g}, T {c.get('temperature', '?'):g})",
+    }.get(c.get("method", ""), lambda: "")()
+    return f"{c.get('method', '?')} {detail}".strip()
+
+
+def frontier(records: list[ResultRecord], x_key: str, x_label: str, out: Path, scale: float = 1.0) -> Path | None:
+    """Test primary metric against one cost of every compressed model, and of each uncompressed one it came from (one panel per task)."""
+    runs = [r for r in records if is_compression(r) and primary(r)]
+    if not runs:
+        return None
+    tasks = sorted({(r.task, r.dataset) for r in runs})
+    fig, axes = plt.subplots(1, len(tasks), figsize=(11 * len(tasks), 7), squeeze=False)  # wide: one label a point
+    for ax, (task, dataset) in zip(axes[0], tasks):
+        mine = [r for r in runs if (r.task, r.dataset) == (task, dataset)]
+        references: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+        for r in mine:
+            c = r.compression
+            ax.scatter(c[x_key] * scale, primary(r)[1], marker="o", color="C0" if family(r) == "attention" else "C1")
+            ax.annotate(f"{r.model} {model_size(r)}: {method_label(r)}", (c[x_key] * scale, primary(r)[1]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            metric = primary(r)[0]
+            references[(f"{r.model} {model_size(r)}", c["checkpoint"])].append((c[f"reference_{x_key}"] * scale, c["reference_metrics"].get(metric)))
+        for (model, _), points in references.items():
+            x, y = statistics.median(p[0] for p in points), points[0][1]  # one star per set of weights: the median of its jobs' timings
+            ax.scatter(x, y, marker="*", s=140, color="k")
+            ax.annotate(f"{model} (uncompressed)", (x, y), fontsize=7, xytext=(3, -9), textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_xlabel(x_label)
+        ax.set_ylabel(f"test {primary(mine[0])[0]}")
+        ax.set_title(f"{task}: {dataset}", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+    fig.text(0.01, 0.01, "stars: the uncompressed weights (median over the jobs that timed them beside a compressed model, interleaved)\n"
+             "points of different jobs were timed at different moments", fontsize=7)
+    return save(fig, out)
+
+
+def accuracy_vs_latency(records: list[ResultRecord], out: Path) -> Path | None:
+    return frontier(records, "latency_ms", "latency at batch 1 (ms, median)", out)
+
+
+def accuracy_vs_size(records: list[ResultRecord], out: Path) -> Path | None:
+    return frontier(records, "bytes", "artefact size (MB)", out, scale=1e-6)
+
+
 def save(fig, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
@@ -233,4 +288,6 @@ FIGURES: dict[str, Callable[[list[ResultRecord], Path], Path | None]] = {
     "memory_vs_length": memory_vs_length,
     "gradient_flow": gradient_flow,
     "domains": domain_bars,
+    "compression_accuracy_vs_latency": accuracy_vs_latency,
+    "compression_accuracy_vs_size": accuracy_vs_size,
 }

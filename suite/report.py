@@ -24,7 +24,7 @@ from suite import formatting as fmt
 from suite.datadir import PROJECT_ROOT
 from suite.efficiency import efficiency_rows
 from suite.lra import lra_rows
-from suite.plots import FIGURES, family, is_speed, job_name, model_order, model_size, primary
+from suite.plots import FIGURES, family, is_compression, is_speed, job_name, method_label, model_order, model_size, primary
 from suite.results import ResultRecord, find_results, trainer_name
 from suite.variants import variant_labels
 
@@ -222,6 +222,27 @@ def speed_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     return kept if len({r.task for r in runs}) > 1 else [{c: v for c, v in row.items() if c != "task"} for row in kept]
 
 
+def compression_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
+    """One row per compressed model: its test metric beside the uncompressed weights', size, weights and speed as ratios to them (measured in the same job)."""
+    rows = []
+    for r in sorted((r for r in records if is_compression(r)), key=lambda r: (r.task, r.dataset, r.model, model_size(r), r.compression.get("checkpoint", ""), method_label(r))):
+        c, (metric, value) = r.compression, primary(r) or ("", float("nan"))
+        ratio = lambda key: f"{c[key]:.2f}x" if key in c else ""  # noqa: E731
+        bf16 = c.get("reference_bf16_autocast_throughput_items_per_s")
+        rows.append({
+            "task": r.task, "dataset": r.dataset, "model": r.model, "size": model_size(r), "method": method_label(r), "metric": metric,
+            "compressed": fmt.metric(value), "uncompressed": fmt.metric(c["reference_metrics"].get(metric, float("nan"))),
+            "delta": f"{c.get('primary_delta', float('nan')):+.3f}", "MB": f"{c['bytes'] / 1e6:.3g}", "smaller": ratio("size_ratio"),
+            "Linear smaller": ratio("linear_size_ratio"), "weights": fmt.rate(c["weights"]), "non-zero": fmt.rate(c["nonzero_weights"]),
+            "bits/weight": f"{c['bits_per_weight']:.1f}", "latency ms": f"{c['latency_ms']:.3g}", "latency speed-up": ratio("latency_speedup"),
+            f"items/s (batch {round(c['throughput_items_per_s'] * c['batch_ms'] / 1e3)})": fmt.rate(c["throughput_items_per_s"]),
+            "throughput speed-up": ratio("throughput_speedup"),
+            "bf16 autocast (uncompressed)": f"{bf16 / c['reference_throughput_items_per_s']:.2f}x" if bf16 else "",
+            "fine-tune steps": str(c.get("fine_tune_steps", "")), "threads": str(c.get("threads", "")),
+        })
+    return drop_empty_columns(rows, keep=("task", "model", "method"))
+
+
 def threads_of(r: ResultRecord) -> str:
     """The CPU threads a run used, from its device description ('cpu:<name> x2 threads'); '' on a GPU."""
     found = re.search(r"x(\d+) threads", r.device or "")
@@ -278,6 +299,8 @@ INTRO = {
            "a column per task and length (Text: BBC News bytes; Image: Fashion-MNIST pixels; Recall: the key at the end, "
            "beyond every window; chance 12.5%). Under a variant LRA measured, its published Table 1 figures (Tay et al. 2021: "
            "other data, lengths, models and budgets) stand where a task corresponds: a reference, not a like-for-like comparison.",
+    "compression": "One row per compressed model (job=compress): its test metric beside the uncompressed weights', the artefact's size, "
+                   "and latency (batch 1) and throughput as ratios to the uncompressed model timed interleaved in the same job.",
 }
 
 
@@ -312,9 +335,10 @@ def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[
     exps = experiments(trained)
     headline, details = headline_rows(exps), detail_tables(exps)
     speed, gradients, efficiency, lra = speed_rows(records), gradient_rows(records), efficiency_rows(records), lra_rows(records)
+    compression = compression_rows(records)
     if exps:
         write_table(csv_rows(exps), out_dir, "results", md=results_markdown(headline, details))
-    for table, rows in (("speed", speed), ("gradient_flow", gradients), ("attention_speed", efficiency), ("lra", lra)):
+    for table, rows in (("speed", speed), ("gradient_flow", gradients), ("attention_speed", efficiency), ("lra", lra), ("compression", compression)):
         if rows:
             write_table(rows, out_dir, table)
     figures = [path for fig, draw in FIGURES.items() if (path := draw(records, out_dir / f"{fig}.png")) is not None]
@@ -324,7 +348,8 @@ def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[
     machine = (f"measured on: {', '.join(devices)}; {platform.platform()}; {len(records)} runs; "
                f"denormals flushed: {', '.join(flushed) or 'not recorded'}; precision: {', '.join(precisions) or 'fp32 (not recorded)'}")
     (out_dir / "machine.txt").write_text(machine + "\n")
-    sections = {"results at a glance": headline, **details, "speed": speed, "attention speed": efficiency, "lra": lra, "gradient flow": gradients}
+    sections = {"results at a glance": headline, **details, "speed": speed, "attention speed": efficiency, "lra": lra, "gradient flow": gradients,
+                "compression": compression}
     (out_dir / "index.html").write_text(index_html(name, sections, figures, machine))
     return sections
 
@@ -359,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = args.out / args.name
     tables = build_report([r for _, r in found], out_dir, args.name)
     print(markdown(tables["results at a glance"]))
-    for title in ("speed", "attention speed", "lra"):
+    for title in ("speed", "attention speed", "lra", "compression"):
         if tables[title]:
             print(markdown(tables[title]))
     if args.wandb:

@@ -51,6 +51,7 @@ class ResultRecord:
     error: str | None = None
     curves: dict[str, list[float]] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)  # files the task wrote into the run directory (plots)
+    compression: dict[str, Any] = field(default_factory=dict)  # job=compress: the method, sizes, weights, speed against the uncompressed model (README)
     attention: str | None = None
     device: str = ""
     numerics: dict[str, Any] = field(default_factory=dict)  # floating-point environment (suite.numerics.describe)

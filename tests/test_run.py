@@ -102,6 +102,7 @@ JOB_LIMITS = {  # measurement jobs, cut to one call
     "gradient_flow_job": ["job.n_models=1", "job.batch_size=4", "task.seq_len=32"],
     "context_use_job": ["trainer.max_steps=1", "trainer.limit_train_batches=1", "trainer.limit_eval_batches=1", "trainer.eval_batch_size=16", "trainer.progress=false", "job.contexts=[4,8]", "job.n_targets=8"],
     "generation_cost_job": ["job.lengths=[4,8]", "job.compare_tokens=4", "job.prompt_tokens=2", "job.repeats=1", "job.warmup=0", "job.min_time_s=0", "job.vocab_size=40"],
+    "compress_job": ["job.min_time_s=0", "job.repeats=1", "job.warmup=1", "job.bf16_reference=false"],
 }
 TRAINS = {"train_job", "context_use_job"}  # jobs that fit a model (context_use without a checkpoint trains first)
 
@@ -117,8 +118,13 @@ def test_every_experiment_runs_a_step(experiment, tmp_path, request):
         need_data(*DATA_OF[task])
     tiny = [*TINY_TASK[task], f"data_dir={request.getfixturevalue('subset_data')}"] if task in TINY_TASK else []
     tiny += EXPERIMENT_TINY.get(experiment, [])
-    cfg = shrink(compose_config(f"experiment={experiment}", "logger=none", *JOB_LIMITS[job], *tiny, tiny=False))  # its own trainer, cut short
-    record = execute(cfg, tmp_path)
+    limits = JOB_LIMITS[job]
+    if job == "compress_job":  # it compresses trained weights: a tiny model of the experiment's task, trained for a step
+        teacher = execute(shrink(compose_config(f"experiment={experiment}", "job=train", "logger=none", *JOB_LIMITS["train_job"], *tiny, tiny=False)), tmp_path / "teacher")
+        assert teacher.status == "ok", teacher.error
+        limits = [*limits, f"job.checkpoint={tmp_path / 'teacher' / 'checkpoints' / 'best.pt'}"]
+    cfg = shrink(compose_config(f"experiment={experiment}", "logger=none", *limits, *tiny, tiny=False))  # its own trainer, cut short
+    record = execute(cfg, tmp_path / "run")
     assert record.status == "ok", record.error
     assert record.steps == (1 if job in TRAINS else 0)
 

@@ -1,0 +1,63 @@
+"""The compressed model against the uncompressed one, timed in the same process, interleaved.
+
+Absolute times on a shared machine say more about the moment than about the model; timed
+round-robin (``suite.measure.time_calls``), the machine's drift hits both alike and their ratio
+means something. Throughput at a batch of ``batch.n_items`` (32 by default) and latency at batch 1.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from suite import numerics
+from suite.jobs.speed import head
+from suite.measure import time_calls
+from suite.types import Batch, inference
+
+Variant = tuple[nn.Module, str]  # a model and the autocast its passes run under ('fp32' or 'bf16')
+
+
+def inferring(task: Any, model: nn.Module, batch: Batch, precision: str, device: torch.device) -> Callable[[], object]:
+    """One inference call of ``model`` on ``batch``, without gradients, under ``precision`` autocast."""
+
+    def call() -> object:
+        with torch.inference_mode(), numerics.autocast(precision, device):
+            return inference(task, model, batch)
+
+    return call
+
+
+def compare_speed(task: Any, variants: dict[str, Variant], batch: Batch, device: torch.device, warmup: int, repeats: int, min_time_s: float) -> dict[str, dict[str, float]]:
+    """Per variant: latency at batch 1 (ms), time per batch (ms) and items per second at the batch's size, all timed interleaved.
+
+    Args:
+        variants: name -> (model, precision); every model in eval mode.
+        batch: on ``device``; its first example is the latency input.
+    """
+    one = head(batch, 1)
+    calls = {}
+    for name, (model, precision) in variants.items():
+        model.eval()
+        calls[f"{name}/batch"] = inferring(task, model, batch, precision, device)
+        calls[f"{name}/one"] = inferring(task, model, one, precision, device)
+    times = time_calls(calls, device, warmup=warmup, repeats=repeats, min_seconds=min_time_s)
+    out = {}
+    for name in variants:
+        full, single = times[f"{name}/batch"], times[f"{name}/one"]
+        out[name] = {
+            "latency_ms": single.median * 1e3,
+            "latency_iqr_ms": single.spread * 1e3,
+            "batch_ms": full.median * 1e3,
+            "batch_iqr_ms": full.spread * 1e3,
+            "throughput_items_per_s": batch.n_items / full.median,
+            "throughput_tokens_per_s": batch.n_tokens / full.median,
+        }
+    return out
+
+
+def output_difference(task: Any, a: nn.Module, b: nn.Module, batch: Batch, device: torch.device) -> float:
+    """Largest absolute difference between two models' outputs (logits) on ``batch``."""
+    with torch.inference_mode():
+        return float((inference(task, a, batch).float() - inference(task, b, batch).float()).abs().max())

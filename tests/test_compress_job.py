@@ -1,0 +1,113 @@
+"""job=compress end to end: a tiny trained checkpoint compressed, measured against itself, the weights left as they were; bad input named before any work."""
+import hashlib
+
+import pytest
+
+from suite.run import execute
+from tests.conftest import compose_config, shrink
+
+TINY = ["task=long_range", "task.seq_len=16", "task.n_train=64", "task.n_val=16", "task.n_test=16"]
+QUICK = ["job.min_time_s=0", "job.repeats=2", "job.warmup=1"]
+
+
+def run(path, *overrides):
+    return execute(shrink(compose_config(*TINY, *overrides)), path)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """Checkpoints of a tiny Transformer and LSTM (trainer=smoke)."""
+    root = tmp_path_factory.mktemp("trained")
+    out = {}
+    for model in ("transformer", "lstm"):
+        record = run(root / model, f"model={model}")
+        assert record.status == "ok", record.error
+        out[model] = root / model / "checkpoints" / "best.pt"
+    return out
+
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_dynamic_int8_is_recorded_beside_the_uncompressed_model(trained, tmp_path):
+    checkpoint = trained["transformer"]
+    before = digest(checkpoint)
+    record = run(tmp_path, "model=transformer", "job=compress", "compress=dynamic_int8", f"job.checkpoint={checkpoint}", *QUICK)
+    assert record.status == "ok", record.error
+    assert digest(checkpoint) == before  # the original weights are only read
+    c = record.compression
+    assert c["method"] == "dynamic_int8" and c["backend"] == "torch" and c["artefact"] == "compressed/model.pt"
+    assert (tmp_path / "compressed" / "model.pt").stat().st_size == c["bytes"]
+    assert c["weights"] == c["reference_weights"] == record.params
+    assert c["linear_bytes"] < c["reference_linear_bytes"] and c["size_ratio"] > 1
+    for key in ("latency_ms", "throughput_items_per_s"):  # the same figures for both, and under bf16 autocast for the uncompressed one
+        assert c[key] > 0 and c[f"reference_{key}"] > 0 and c[f"reference_bf16_autocast_{key}"] > 0
+    assert c["throughput_speedup"] == pytest.approx(c["throughput_items_per_s"] / c["reference_throughput_items_per_s"])
+    assert c["latency_speedup"] == pytest.approx(c["reference_latency_ms"] / c["latency_ms"])
+    assert 0 <= record.metrics["accuracy"] <= 1 and "val_accuracy" in record.metrics and "accuracy" in c["reference_metrics"]
+    assert c["primary_delta"] == pytest.approx(record.metrics["accuracy"] - c["reference_metrics"]["accuracy"])
+    assert record.steps == 0 and record.stop_reason == "compressed"
+
+
+def test_onnx_fp32_through_the_job_gives_the_same_outputs(trained, tmp_path):
+    record = run(tmp_path, "model=transformer", "job=compress", "compress=onnx_fp32", f"job.checkpoint={trained['transformer']}", *QUICK, "job.bf16_reference=false")
+    assert record.status == "ok", record.error
+    c = record.compression
+    assert c["artefact"] == "compressed/model.onnx" and c["max_abs_output_difference"] < 1e-4
+    assert record.metrics["accuracy"] == pytest.approx(c["reference_metrics"]["accuracy"])
+    assert "reference_bf16_autocast_latency_ms" not in c
+
+
+def test_pruning_fine_tunes_through_the_trainer_and_stays_sparse(trained, tmp_path):
+    record = run(tmp_path, "model=transformer", "job=compress", "compress=prune_80", "compress.fine_tune.max_steps=2", f"job.checkpoint={trained['transformer']}", *QUICK)
+    assert record.status == "ok", record.error
+    c = record.compression
+    assert record.steps == c["fine_tune_steps"] == 2 and c["target_sparsity"] == 0.8
+    assert c["nonzero_weights"] < 0.5 * c["reference_nonzero_weights"]  # the Linear weights at 80 %, the embedding whole
+    assert (tmp_path / "checkpoints" / "best.pt").is_file()  # the fine-tuning's own best weights, in this run's directory
+
+
+def test_distillation_trains_the_student_the_job_names(trained, tmp_path):
+    record = run(tmp_path, "model=transformer", "job=compress", "compress=distill_lstm", f"job.checkpoint={trained['transformer']}", *QUICK)
+    assert record.status == "ok", record.error
+    c = record.compression
+    assert c["student"] == "lstm" and c["method"] == "distillation" and record.steps == 3  # the run's trainer (smoke: 3 steps)
+    assert c["weights"] != c["reference_weights"]
+    assert "linear_size_ratio" not in c  # an LSTM's Linear layers are not the Transformer's: no ratio between them
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["model=lstm", "job=compress", "compress=prune_heads"], "compress=structured_pruning .*applies to Transformer encoders"),
+    (["model=transformer", "job=compress", "compress=prune_50", "compress.sparsity=1.2"], r"compress.sparsity must be in \[0, 1\)"),
+    (["model=transformer", "job=compress"], "job=compress needs a method: compress=<name>"),
+    (["model=lstm", "job=compress", "compress=onnx_int8"], "compress=onnx.*packed sequences"),
+    (["model=transformer", "job=compress", "compress=dynamic_int8", "compress.backend=tensorrt"], "compress.backend must be one of"),
+])
+def test_bad_input_is_named_before_any_work(trained, tmp_path, overrides, message):
+    model = overrides[0].split("=")[1]
+    record = run(tmp_path, *overrides, f"job.checkpoint={trained[model]}", *QUICK)
+    assert record.status == "failed" and __import__("re").search(message, record.error), record.error
+    assert not (tmp_path / "compressed").exists() or not any((tmp_path / "compressed").iterdir())
+
+
+def test_a_checkpoint_that_does_not_fit_is_named(trained, tmp_path):
+    record = run(tmp_path, "model=transformer", "model.head.hidden=16", "job=compress", "compress=bf16_weights", f"job.checkpoint={trained['transformer']}", *QUICK)
+    assert record.status == "failed" and "does not fit this model" in record.error and str(trained["transformer"]) in record.error
+
+
+def test_every_method_config_builds_and_every_method_has_a_config():
+    import importlib
+    import inspect
+
+    from suite.compress.method import Method
+    from suite.jobs.compress import method_of
+    from tests.conftest import CONF
+
+    built = set()
+    for path in sorted((CONF / "compress").glob("*.yaml")):
+        method, _ = method_of(compose_config("job=compress", f"compress={path.stem}"))
+        built.add(type(method))
+    modules = [importlib.import_module(f"suite.compress.{p.stem}") for p in (CONF.parent / "suite" / "compress").glob("*.py") if p.stem != "__init__"]
+    methods = {c for m in modules for _, c in inspect.getmembers(m, inspect.isclass) if issubclass(c, Method) and c is not Method}
+    assert methods == built
