@@ -26,15 +26,16 @@ BENCH_TRANSLATION_STEPS ?= 400
 # Efficient attention in `make bench`: every variant's speed points at 1024 and 4096 beside full
 # attention's (from speed_vs_length: the same batch, width and depth), timed briefly; and recall
 # with the key at the end, 128 positions from [CLS], beyond the windows' reach after 2 layers
-# (local/longformer window 16, bigbird blocks of 16), one budget (150 steps) for every variant;
-# runs tagged benchmark=lra go into the report's lra table. By default the reach check alone
-# (full, local, longformer, bigbird: ~2 min); BENCH_RECALL_OTHERS=full,linear,performer,reformer,linformer,nystrom
-# recalls every variant: the six took 14 min under a load of 5-9 on the 2 cores (estimated 4-5 idle).
+# (local/longformer window 16, bigbird blocks of 16), one budget (150 steps of 16) for every
+# variant; runs tagged benchmark=lra go into the report's lra table. By default the reach check
+# alone (full, local, longformer, bigbird: 135 s at a load of 3-4 on the 2 cores; at batch 32 the
+# same outcomes took 276 s); BENCH_RECALL_OTHERS=full,linear,performer,reformer,linformer,nystrom
+# recalls every variant (the six took 14 min at batch 32 under a load of 5-9).
 BENCH_RECALL_STEPS ?= 150
 BENCH_RECALL_OTHERS ?= full
 BENCH_ATTENTION_SPEED := job.warmup=1 job.repeats=2 job.min_time_s=1 job.measure_peak=false job.time_budget_s=120
 BENCH_RECALL = experiment=long_range task=recall task.seq_len=128 task.key_position=-1 task.n_val=100 task.n_test=200 model=transformer \
-  benchmark=lra trainer.max_steps=$(BENCH_RECALL_STEPS) trainer.progress=false hydra.sweep.dir=$(BENCH_DIR)/attention_recall \
+  benchmark=lra trainer.max_steps=$(BENCH_RECALL_STEPS) trainer.batch_size=16 trainer.progress=false hydra.sweep.dir=$(BENCH_DIR)/attention_recall \
   'hydra.sweep.subdir=recall-L$${task.seq_len}-$${hydra:runtime.choices.model/attention}-s$${seed}'
 LRA_DIR ?= $(BENCH_FULL_DIR)/lra
 

@@ -82,7 +82,7 @@ def lra_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     cells: dict[tuple[str, str], dict[tuple, list[ResultRecord]]] = defaultdict(lambda: defaultdict(list))
     for r, name in zip(runs, row_names(runs)):
         cells[(name, trainer_name(r))][(lra_task(r), r.seq_len or 0)].append(r)
-    order = lambda key: (key[0] != "full", key[0], key[1])  # noqa: E731 - full attention first
+    order = lambda key: (key[0].split(" (")[0] != "full", key[0], key[1])  # noqa: E731 - full attention first, with its settings' rows
     rows, published_shown = [], set()
     for name, trainer in sorted(cells, key=order):
         row = {"model": name, "source": f"ours: {trainer}"}

@@ -81,15 +81,21 @@ def experiments(records: list[ResultRecord]) -> list[Experiment]:
     """One experiment per (task, dataset, model, seq_len, trainer profile, variant), sorted.
 
     The variant names the settings that set runs of one model and profile apart
-    (``suite.variants``): runs that differ in more than their seed are never pooled.
+    (``suite.variants``): runs that differ in more than their seed are never pooled. Runs of
+    several attention variants are named by the variant ('local attention'), then by the
+    settings that differ among that variant's runs.
     """
     base: dict[tuple, list[ResultRecord]] = defaultdict(list)
     for r in records:
         base[(r.task, r.dataset, r.model, r.seq_len, trainer_name(r))].append(r)
     groups: dict[tuple, list[ResultRecord]] = defaultdict(list)
     for key, runs in base.items():
-        for r, label in zip(runs, variant_labels([r.config for r in runs])):
-            groups[(*key, label)].append(r)
+        kinds = sorted({r.attention or "" for r in runs})
+        for kind in kinds:  # runs of several attention variants are named by the variant, not by every setting its config holds
+            members = [r for r in runs if (r.attention or "") == kind]
+            prefix = f"{kind} attention" if len(kinds) > 1 and kind else ""
+            for r, label in zip(members, variant_labels([r.config for r in members])):
+                groups[(*key, ", ".join(part for part in (prefix, label) if part))].append(r)
     order = model_order(records)
     ordered = sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][3] or 0, kv[0][4], kv[0][5], order(kv[0][2])))
     return [Experiment(*key, runs) for key, runs in ordered]

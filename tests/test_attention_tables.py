@@ -129,6 +129,8 @@ def test_lra_table_takes_only_runs_of_the_lra_benchmark_and_keeps_other_settings
     assert lra_rows([run("full", "recall", 1.0, benchmark=None)]) == []
     assert len(lra_rows([run("full", "recall", 1.0)])) == 1  # no published row where no task corresponds
     assert lra_rows([run("full", "recall", 1.0, steps=400), run("full", "recall", 0.9)])[0]["source"] == "ours: full (2000 steps)"  # budgets never pooled
+    labelled = lra_rows([run("bigbird", "recall", 1.0), run("full", "recall", 1.0, window=3), run("full", "recall", 0.9)])
+    assert [r["model"] for r in labelled] == ["full (model.attention.window=3)", "full (model.attention.window=unset)", "bigbird"]  # full first, whatever its label
 
 
 def test_published_figures_average_to_their_published_average():
