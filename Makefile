@@ -77,7 +77,7 @@ test: data ## Run the tests (fast set; a few minutes)
 test-slow: data ## Run the slower checks (marker 'slow')
 	$(PYTHON) -m pytest -m slow -q
 
-bench: data ## The quick benchmark (~17 min on 2 cores, ~21-22 estimated with the attention variants): every task, both sweeps at reduced size, the report in results/quick/
+bench: data ## The quick benchmark (~17 min on 2 cores, measured with the attention variants): every task, both sweeps at reduced size, the report in results/quick/
 	@mkdir -p $(BENCH_DIR) && date +%s > $(BENCH_DIR)/.started
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB)
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB) task=image trainer.max_steps=1000
