@@ -97,6 +97,52 @@ class EarlyStopping(Callback):
         self.bad_epochs = state["bad_epochs"]
 
 
+class BudgetPlan:
+    """How many steps fit in a time budget, from the time of the first steps.
+
+    The first ``skip`` steps (allocation, caches) are not timed; after ``skip + timed`` steps the
+    rate gives the steps that fit. A plan only ever shortens the run.
+    """
+
+    def __init__(self, budget_s: float, planned: int, skip: int = 2, timed: int = 10) -> None:
+        self.budget_s, self.planned, self.skip, self.timed = budget_s, planned, skip, timed
+        self.mark: float | None = None
+        self.fits: int | None = None
+
+    def _fits(self, step: int, seconds: float, per_step: float) -> int:
+        """The total steps that fit: those done, and those the time left allows at ``per_step``."""
+        return step + int((self.budget_s - seconds) / per_step) if per_step > 0 else self.planned
+
+    def observe(self, step: int, seconds: float) -> int | None:
+        """Record ``seconds`` of training after ``step`` steps; returns the new total once, if shorter."""
+        if step == self.skip:
+            self.mark = seconds
+        elif step == self.skip + self.timed and self.mark is not None:
+            fits = self._fits(step, seconds, (seconds - self.mark) / self.timed)
+            if fits < self.planned:
+                self.fits = max(step + 1, fits)
+                return self.fits
+        return None
+
+    def revise(self, step: int, seconds: float, slack: float = 0.02) -> int | None:
+        """Re-estimate from every step timed so far (e.g. at an epoch's end); returns a total shorter by over ``slack``.
+
+        One early estimate can be optimistic (another job started on the same cores later);
+        without this, the clock would end the run before its schedule had decayed.
+        """
+        if self.mark is None or step <= self.skip + self.timed:
+            return None
+        fits = self._fits(step, seconds, (seconds - self.mark) / (step - self.skip))
+        current = self.fits if self.fits is not None else self.planned
+        if fits < current * (1 - slack):
+            self.fits = max(step + 1, fits)
+            return self.fits
+        return None
+
+    def ends(self, step: int) -> bool:
+        return self.fits is not None and step >= self.fits
+
+
 class TimeBudget(Callback):
     """A cap on training seconds: re-plans the schedule to end with it, and stops at it.
 
@@ -106,13 +152,11 @@ class TimeBudget(Callback):
     """
 
     def __init__(self, budget_s: float) -> None:
-        from suite.train import BudgetPlan  # the plan's arithmetic lives beside the loop it serves
-
-        self.budget_s, self.plan_type, self.plan = budget_s, BudgetPlan, None
+        self.budget_s, self.plan = budget_s, None
 
     def on_fit_start(self, state: FitState) -> None:
         if self.plan is None:
-            self.plan = self.plan_type(self.budget_s, state.total)
+            self.plan = BudgetPlan(self.budget_s, state.total)
 
     def on_step_end(self, state: FitState) -> None:
         elapsed = state.elapsed()
@@ -130,7 +174,7 @@ class TimeBudget(Callback):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state:
-            self.plan = self.plan_type(self.budget_s, state["planned"])
+            self.plan = BudgetPlan(self.budget_s, state["planned"])
             self.plan.mark, self.plan.fits = state["mark"], state["fits"]
 
 

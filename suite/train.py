@@ -49,52 +49,6 @@ def limited(batches: Iterable[Batch], limit: int | None) -> Iterator[Batch]:
         yield batch
 
 
-class BudgetPlan:
-    """How many steps fit in a time budget, from the time of the first steps.
-
-    The first ``skip`` steps (allocation, caches) are not timed; after ``skip + timed`` steps the
-    rate gives the steps that fit. A plan only ever shortens the run.
-    """
-
-    def __init__(self, budget_s: float, planned: int, skip: int = 2, timed: int = 10) -> None:
-        self.budget_s, self.planned, self.skip, self.timed = budget_s, planned, skip, timed
-        self.mark: float | None = None
-        self.fits: int | None = None
-
-    def _fits(self, step: int, seconds: float, per_step: float) -> int:
-        """The total steps that fit: those done, and those the time left allows at ``per_step``."""
-        return step + int((self.budget_s - seconds) / per_step) if per_step > 0 else self.planned
-
-    def observe(self, step: int, seconds: float) -> int | None:
-        """Record ``seconds`` of training after ``step`` steps; returns the new total once, if shorter."""
-        if step == self.skip:
-            self.mark = seconds
-        elif step == self.skip + self.timed and self.mark is not None:
-            fits = self._fits(step, seconds, (seconds - self.mark) / self.timed)
-            if fits < self.planned:
-                self.fits = max(step + 1, fits)
-                return self.fits
-        return None
-
-    def revise(self, step: int, seconds: float, slack: float = 0.02) -> int | None:
-        """Re-estimate from every step timed so far (e.g. at an epoch's end); returns a total shorter by over ``slack``.
-
-        One early estimate can be optimistic (another job started on the same cores later);
-        without this, the clock would end the run before its schedule had decayed.
-        """
-        if self.mark is None or step <= self.skip + self.timed:
-            return None
-        fits = self._fits(step, seconds, (seconds - self.mark) / (step - self.skip))
-        current = self.fits if self.fits is not None else self.planned
-        if fits < current * (1 - slack):
-            self.fits = max(step + 1, fits)
-            return self.fits
-        return None
-
-    def ends(self, step: int) -> bool:
-        return self.fits is not None and step >= self.fits
-
-
 RESUME_MAY_CHANGE = ("progress", "log_every", "checkpoint_every_s", "resume", "time_budget_s", "eval_batch_size")
 """Trainer settings a resumed run may change (they do not change what is computed); any other difference refuses the checkpoint."""
 
@@ -409,9 +363,10 @@ class Trainer:
     def agree(self, state: FitState, interrupted: bool) -> bool:
         """Apply the callbacks' requests, agreed over ranks: the shortest schedule, a stop if any rank stops. Returns whether to interrupt."""
         if state.world.distributed:
-            stop, interrupted_anywhere = distributed.reduce([float(state.stop_reason is not None), float(interrupted)], "max", state.world, state.device)
-            total = distributed.reduce([float(state.requested_total or math.inf)], "min", state.world, state.device)[0]
-            state.requested_total, interrupted = (None if math.isinf(total) else int(total)), bool(interrupted_anywhere)
+            # One collective a step: the maximum of -total is minus the shortest requested schedule.
+            stop, interrupted_anywhere, neg_total = distributed.reduce(
+                [float(state.stop_reason is not None), float(interrupted), -float(state.requested_total or math.inf)], "max", state.world, state.device)
+            state.requested_total, interrupted = (None if math.isinf(neg_total) else int(-neg_total)), bool(interrupted_anywhere)
             if stop:  # every rank stops, for the first reason any rank had
                 state.stop_reason = next(r for r in distributed.gather(state.stop_reason, state.world) if r is not None)
         if state.requested_total is not None and state.requested_total != state.total:
@@ -426,8 +381,10 @@ class Trainer:
 
     def save(self, checkpoint_dir: Path | None, state: FitState, hooks: Sequence[Callback], identity: dict[str, Any], at_epoch_end: bool) -> None:
         """Write ``last.pt`` (rank 0; every rank's random state gathered into it)."""
+        if checkpoint_dir is None:  # the same on every rank: nothing to gather either
+            return
         rng = distributed.gather(rng_state(), state.world)
-        if checkpoint_dir is None or not state.world.main:
+        if not state.world.main:
             return
         generators = [g.get_state() for g in loader_generators(state.loader)] if at_epoch_end else state.epoch_generators
         atomic_save({

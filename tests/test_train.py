@@ -7,7 +7,8 @@ from torch import nn
 
 from suite.schedules import inverse_sqrt, warmup_cosine
 from suite.failures import Diverged
-from suite.train import BudgetPlan, Trainer
+from suite.callbacks import BudgetPlan
+from suite.train import Trainer
 from tasks.long_range import build
 
 
