@@ -42,11 +42,23 @@ def compare(a: Path, b: Path) -> tuple[list[str], int]:
         same_status = ra.status == rb.status
         same_metrics = test_metrics(ra) == test_metrics(rb)
         ratios = [f"{key.split('_')[0]} {rb.speed[key] / ra.speed[key]:.2f}x" for key in THROUGHPUT if ra.speed.get(key) and rb.speed.get(key)]
+        loads = [r.speed.get("others_cpu_share") for r in (ra, rb)]
+        if None not in loads:  # a ratio far from 1 is explained first by the load each run was timed under
+            ratios.append(f"others' CPU share A {loads[0]:.2f} / B {loads[1]:.2f}")
         verdict = "same" if same_status and same_metrics else "DIFFERENT"
         mismatches += verdict != "same"
         shown = ", ".join(f"{k} {v:.4g}" for k, v in sorted(test_metrics(ra).items()) if k != "loss")
         lines.append(f"{rel}: {ra.status}/{rb.status}, metrics {verdict}" + (f" ({shown})" if shown else "") + (f"; throughput B/A: {', '.join(ratios)}" if ratios else ""))
     return lines, mismatches
+
+
+def ratio_range(a: Path, b: Path, key: str = "train_tokens_per_s") -> tuple[float, float, list[str]] | None:
+    """Smallest and largest B/A ratio of ``key`` over the paired records, and the pairs beyond 25 %."""
+    ratios = {rel: rb.speed[key] / ra.speed[key] for rel, ra, rb in paired(a, b) if rb is not None and ra.speed.get(key) and rb.speed.get(key)}
+    if not ratios:
+        return None
+    far = [f"{rel} {r:.2f}x" for rel, r in ratios.items() if not 0.8 <= r <= 1.25]
+    return min(ratios.values()), max(ratios.values()), far
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     lines, mismatches = compare(args.a, args.b)
     print("\n".join(lines))
     print(f"{len(lines) - mismatches} of {len(lines)} runs give identical test metrics and status")
+    if spread := ratio_range(args.a, args.b):
+        low, high, far = spread
+        print(f"training throughput B/A: {low:.2f}x to {high:.2f}x; beyond 25 %: {', '.join(far) or 'none'}")
     return 1 if mismatches else 0
 
 

@@ -23,6 +23,7 @@ def test_speed_point_figures_are_positive_finite_with_spread(model, tmp_path):
         assert s[key] >= 0 and torch.isfinite(torch.tensor(s[key])), key
     assert s["train_tokens_per_s"] > 0 and s["flops_train_step"] > s["flops_infer"] > 0
     assert s["peak_mem_train_bytes"] > s["peak_mem_infer_bytes"] > 0
+    assert 0.0 <= s["others_cpu_share"] <= 1.0  # the load the point was timed under
 
 
 @pytest.mark.parametrize("task", ["translation", "summarization"])
@@ -130,3 +131,23 @@ def test_gradient_flow_decays_for_rnn_not_for_attention(tmp_path):
     assert len(curves["rnn"]) == 64 and curves["rnn"][0] == 1.0
     assert curves["rnn"][40] < 1e-3 * curves["rnn"][1]  # vanishing with distance
     assert curves["transformer"][40] > 0.1  # attention reaches far positions directly
+
+
+def test_others_load_counts_cpu_time_that_is_not_ours(tmp_path):
+    """Busy jiffies that appear during the block while this process sleeps belong to others."""
+    import os
+    import time
+
+    from suite.contention import OthersLoad
+
+    tick = os.sysconf("SC_CLK_TCK")
+    stat = tmp_path / "stat"
+    line = lambda busy: f"cpu  {busy} 0 0 1000 0 0 0 0 0 0\n"  # noqa: E731
+    stat.write_text(line(0))
+    with OthersLoad(stat, cpus=2) as load:
+        time.sleep(0.5)
+        stat.write_text(line(int(0.5 * tick)))  # others used half a CPU-second in a 0.5 s block of 2 CPUs
+    assert 0.4 < load.share <= 0.5
+    with OthersLoad(tmp_path / "absent") as missing:
+        pass
+    assert missing.share is None

@@ -204,7 +204,14 @@ def test_compare_pairs_two_benchmark_runs_and_judges_metrics_not_speed(tmp_path,
 
     rec("a", "x", 0.8, 100.0), rec("b", "x", 0.8, 150.0)
     assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
-    assert "x: ok/ok, metrics same (accuracy 0.8); throughput B/A: train 1.50x, infer 1.50x" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "x: ok/ok, metrics same (accuracy 0.8); throughput B/A: train 1.50x, infer 1.50x" in out
+    assert "training throughput B/A: 1.50x to 1.50x; beyond 25 %: x 1.50x" in out
+    speed = {"train_tokens_per_s": 10.0, "others_cpu_share": 0.0}
+    ResultRecord(status="ok", task="t", dataset="d", model="gru", seed=0, speed=speed).write(tmp_path / "a" / "z")
+    ResultRecord(status="ok", task="t", dataset="d", model="gru", seed=0, speed=speed | {"others_cpu_share": 0.5}).write(tmp_path / "b" / "z")
+    assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert "z: ok/ok, metrics same; throughput B/A: train 1.00x, others' CPU share A 0.00 / B 0.50" in capsys.readouterr().out
     rec("a", "y", 0.8, 100.0), rec("b", "y", 0.7, 100.0)
     assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 1
     assert "y: ok/ok, metrics DIFFERENT" in capsys.readouterr().out
