@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from suite import formatting as fmt  # noqa: E402
 from suite.plots import job_name, model_order, save  # noqa: E402
-from suite.report import write_table  # noqa: E402
+from suite.table_files import write_table  # noqa: E402
 from suite.results import ResultRecord, find_results, trainer_name  # noqa: E402
 
 TASK = "language_model"
@@ -37,7 +37,7 @@ def lm_runs(records: list[ResultRecord]) -> list[ResultRecord]:
     return [r for r in records if r.task == TASK and r.status == "ok" and "perplexity" in r.metrics]
 
 
-def table_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
+def lm_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     rows = []
     key = model_order(records)
     for r in sorted(lm_runs(records), key=lambda r: (r.dataset, r.seq_len or 0, key(r.model))):
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/lm"), help="where the table and figures go")
     args = parser.parse_args(argv)
     records = [r for _, r in find_results(*args.runs)]
-    rows = table_rows(records)
+    rows = lm_rows(records)
     if rows:
         write_table(rows, args.out, "lm")
     written = [p for p in (context_use(records, args.out / "context_use.png"), generation_cost(records, args.out / "generation_cost.png")) if p]

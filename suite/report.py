@@ -11,7 +11,6 @@ It prints the headline table. Nothing in ``results/`` is typed by hand.
 from __future__ import annotations
 
 import argparse
-import csv
 import html
 import platform
 import re
@@ -23,9 +22,11 @@ from pathlib import Path
 from suite import formatting as fmt
 from suite.datadir import PROJECT_ROOT
 from suite.efficiency import efficiency_rows
+from suite.lm_report import context_use, generation_cost, lm_rows
 from suite.lra import lra_rows
 from suite.plots import FIGURES, family, is_compression, is_speed, job_name, method_label, model_order, model_size, primary
 from suite.results import ResultRecord, find_results, trainer_name
+from suite.table_files import markdown, write_table
 from suite.variants import variant_labels
 
 SPEED_KEYS = ("train_tokens_per_s", "infer_tokens_per_s")
@@ -190,15 +191,6 @@ def csv_rows(exps: list[Experiment]) -> list[dict[str, object]]:
     return rows
 
 
-def markdown(rows: list[dict[str, str]]) -> str:
-    if not rows:
-        return "(no results)\n"
-    cols = list(rows[0])
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(r[c].replace("|", "/") for c in cols) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
-
-
 def speed_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     """One row per speed point (task x model x length x precision), failed points included with their status.
 
@@ -268,16 +260,6 @@ def gradient_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     return rows
 
 
-def write_table(rows: list[dict[str, object]], out_dir: Path, name: str, md: str | None = None) -> None:
-    """``name.csv`` from ``rows`` and ``name.md`` (``md`` when given, else ``rows`` as markdown)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{name}.md").write_text(md if md is not None else markdown(rows))
-    with open(out_dir / f"{name}.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["task"])
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def html_cell(value: str) -> str:
     """Escaped, with markdown's **bold** kept as bold."""
     return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(value))
@@ -307,6 +289,9 @@ INTRO = {
            "other data, lengths, models and budgets) stand where a task corresponds: a reference, not a like-for-like comparison.",
     "compression": "One row per compressed model (job=compress): its test metric beside the uncompressed weights', the artefact's size, "
                    "and latency (batch 1) and throughput as ratios to the uncompressed model timed interleaved in the same job.",
+    "language models": "One row per language model scored on test: perplexity per token and bits per byte (comparable across "
+                       "tokenizers), the steps and training time it had, and, where its context curve was measured (job=context_use), "
+                       "the context beyond which its perplexity stops improving by 1 %.",
 }
 
 
@@ -341,13 +326,14 @@ def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[
     exps = experiments(trained)
     headline, details = headline_rows(exps), detail_tables(exps)
     speed, gradients, efficiency, lra = speed_rows(records), gradient_rows(records), efficiency_rows(records), lra_rows(records)
-    compression = compression_rows(records)
+    compression, lm = compression_rows(records), lm_rows(records)
     if exps:
         write_table(csv_rows(exps), out_dir, "results", md=results_markdown(headline, details))
-    for table, rows in (("speed", speed), ("gradient_flow", gradients), ("attention_speed", efficiency), ("lra", lra), ("compression", compression)):
+    for table, rows in (("speed", speed), ("gradient_flow", gradients), ("attention_speed", efficiency), ("lra", lra), ("compression", compression), ("lm", lm)):
         if rows:
             write_table(rows, out_dir, table)
-    figures = [path for fig, draw in FIGURES.items() if (path := draw(records, out_dir / f"{fig}.png")) is not None]
+    drawers = {**FIGURES, "context_use": context_use, "generation_cost": generation_cost}
+    figures = [path for fig, draw in drawers.items() if (path := draw(records, out_dir / f"{fig}.png")) is not None]
     devices = sorted({r.device for r in records if r.device})
     flushed = sorted({str(r.numerics.get("flush_denormals")) for r in records if r.numerics})
     precisions = sorted({r.precision for r in records if r.precision})
@@ -355,7 +341,7 @@ def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[
                f"denormals flushed: {', '.join(flushed) or 'not recorded'}; precision: {', '.join(precisions) or 'fp32 (not recorded)'}")
     (out_dir / "machine.txt").write_text(machine + "\n")
     sections = {"results at a glance": headline, **details, "speed": speed, "attention speed": efficiency, "lra": lra, "gradient flow": gradients,
-                "compression": compression}
+                "compression": compression, "language models": lm}
     (out_dir / "index.html").write_text(index_html(name, sections, figures, machine))
     return sections
 
@@ -390,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = args.out / args.name
     tables = build_report([r for _, r in found], out_dir, args.name)
     print(markdown(tables["results at a glance"]))
-    for title in ("speed", "attention speed", "lra", "compression"):
+    for title in ("speed", "attention speed", "lra", "compression", "language models"):
         if tables[title]:
             print(markdown(tables[title]))
     if args.wandb:
