@@ -104,18 +104,29 @@ def series_by_model(records: list[ResultRecord], value: Callable[[ResultRecord],
     return out
 
 
-def draw_lines(ax, series: dict[str, dict[int, list[float]]], logy: bool, order: Callable[[str], tuple[int, str]]) -> None:
-    for model in sorted(series, key=order):
+MARKERS = "os^Dv<>pP*Xh"
+
+
+def draw_lines(ax, series: dict[str, dict[int, list[float]]], logy: bool, order: Callable[[str], tuple[int, str]], legend: bool = True) -> None:
+    """One line per series; colour and marker follow the series' place in ``order``, so panels drawn from the same records agree."""
+    palette = plt.get_cmap("tab20").colors  # the default cycle has 10 colours; a speed sweep with the attention variants has 15 series
+    for i, model in enumerate(sorted(series, key=order)):
         xs = sorted(series[model])
         means = [statistics.mean(series[model][x]) for x in xs]
         errs = [statistics.stdev(series[model][x]) if len(series[model][x]) > 1 else 0 for x in xs]
-        ax.errorbar(xs, means, yerr=errs, marker="o", capsize=3, label=model)
+        ax.errorbar(xs, means, yerr=errs, marker=MARKERS[i % len(MARKERS)], capsize=3, label=model, color=palette[(2 * i) % 20 + (2 * i // 20) % 2])
     ax.set_xscale("log", base=2)
     if logy:
         ax.set_yscale("log")
     ax.set_xlabel("sequence length")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, framealpha=0.7)  # many series: a small, see-through box hides less of the data
+    if legend:
+        ax.legend(fontsize=7, framealpha=0.7)  # many series: a small, see-through box hides less of the data
+
+
+def shared_legend(fig, ax) -> None:
+    """One legend for every panel, right of them, where it hides no data."""
+    fig.legend(*ax.get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
 
 
 def missing_note(fig, records: list[ResultRecord]) -> None:
@@ -152,8 +163,9 @@ def speed_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
     panels = [("train_tokens_per_s", "training throughput (tokens/s)"), ("infer_tokens_per_s", "inference throughput (tokens/s)"), ("ms_per_token_train", "training time per token (ms)")]
     for ax, (key, title) in zip(axes, panels):
-        draw_lines(ax, series_by_model(ok, lambda r, k=key: r.speed.get(k)), logy=True, order=model_order(records))
+        draw_lines(ax, series_by_model(ok, lambda r, k=key: r.speed.get(k)), logy=True, order=model_order(records), legend=False)
         ax.set_title(title)
+    shared_legend(fig, axes[0])
     missing_note(fig, runs)
     return save(fig, out)
 
@@ -164,8 +176,9 @@ def memory_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     for ax, key, title in ((axes[0], "peak_mem_train_bytes", "peak memory, training step (MiB)"), (axes[1], "peak_mem_infer_bytes", "peak memory, inference (MiB)")):
-        draw_lines(ax, series_by_model(ok, lambda r, k=key: r.speed.get(k, 0) / 2**20 or None), logy=True, order=model_order(records))
+        draw_lines(ax, series_by_model(ok, lambda r, k=key: r.speed.get(k, 0) / 2**20 or None), logy=True, order=model_order(records), legend=False)
         ax.set_title(title)
+    shared_legend(fig, axes[0])
     return save(fig, out)
 
 
@@ -277,7 +290,7 @@ def accuracy_vs_size(records: list[ResultRecord], out: Path) -> Path | None:
 def save(fig, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=110, bbox_inches="tight")  # "tight": a legend placed beside the panels is kept
     plt.close(fig)
     return out
 
