@@ -66,3 +66,71 @@ def test_the_student_is_its_own_model_config_beside_the_teacher():
     assert cfg.model.d_model == 96 and cfg.model.name == "transformer"
     quarter = method_of(compose_config("task=sentiment", "job=compress", "compress=distill_transformer", "compress.student.d_model=48"))[1]
     assert quarter.model.backbone.d_model == 48 and quarter.model.backbone.d_ff == 128
+
+
+# --- sequence-level distillation (Kim and Rush 2016) ------------------------------------------
+
+
+def tiny_translation(subset_data, *extra: str):
+    from tests.conftest import TINY_TASK
+
+    return shrink(compose_config("task=translation", "model=transformer", *TINY_TASK["translation"], f"data_dir={subset_data}", *extra))
+
+
+def test_sequence_distillation_trains_the_student_on_the_teachers_outputs_decoded_once(subset_data):
+    from suite.compress.sequence_distill import SequenceDistillationTask
+    from suite.text import BOS, EOS, PAD
+
+    cfg = tiny_translation(subset_data)
+    prepared = prepare(cfg, CPU)
+    teacher, task = prepared.model, prepared.task
+    calls = []
+
+    def search(model, src, mask, *, bos, eos, max_len):  # a stand-in decoder: known outputs, counted calls
+        calls.append(src.size(0))
+        assert model is teacher and not model.training
+        return [[7 + row % 3] * (1 + row % 4) for row in range(src.size(0))]
+
+    task.search = search
+    wrapped = SequenceDistillationTask(task, teacher, "test")
+    batch: Batch = next(iter(task.loaders(4, 0)["train"]))
+    targets = wrapped.teacher_targets(batch)
+    bos, eos, pad = task.special(BOS), task.special(EOS), task.special(PAD)
+    for row in range(4):
+        expected = [bos, *[7 + row % 3] * (1 + row % 4), eos]
+        assert targets[row, : len(expected)].tolist() == expected and (targets[row, len(expected):] == pad).all()
+    wrapped.teacher_targets(batch)  # the same sources again: read back, not decoded again
+    assert calls == [4]
+    seen = []
+    task.loss = lambda model, b: seen.append(b.targets) or torch.tensor(0.0)  # what the student is trained on
+    wrapped.loss(task.build_model(cfg.model), batch)
+    assert torch.equal(seen[0], targets) and not torch.equal(batch.targets, targets)  # the references are left in the batch
+
+
+def test_sequence_distillation_through_the_job(subset_data, tmp_path):
+    from suite.run import execute
+
+    teacher = execute(tiny_translation(subset_data), tmp_path / "teacher")
+    assert teacher.status == "ok", teacher.error
+    checkpoint = tmp_path / "teacher" / "checkpoints" / "best.pt"
+    cfg = tiny_translation(subset_data, "job=compress", "compress=distill_sequence", "compress.search=validation", f"job.checkpoint={checkpoint}",
+                          "compress.student.d_model=16", "compress.student.backbone.d_ff=32", "compress.student.backbone.n_layers=1",
+                          "job.min_time_s=0", "job.repeats=2", "job.warmup=1", "job.bf16_reference=false")
+    record = execute(cfg, tmp_path / "student")
+    assert record.status == "ok", record.error
+    c = record.compression
+    assert c["method"] == "sequence_distillation" and c["search"] == "validation" and record.steps == 3  # the run's trainer (smoke)
+    assert c["weights"] < c["reference_weights"] and "bleu" in record.metrics and "bleu" in c["reference_metrics"]
+
+
+def test_sequence_distillation_refuses_a_classifier_and_a_bad_search():
+    from suite.compress.method import Context
+    from suite.compress.sequence_distill import SequenceDistillation
+
+    with pytest.raises(ValueError, match="compress.search must be one of"):
+        SequenceDistillation(search="sampling")
+    cfg = shrink(compose_config("task=long_range", "model=transformer", "task.seq_len=16", "task.n_train=32", "task.n_val=8", "task.n_test=8"))
+    prepared = prepare(cfg, CPU)
+    context = Context(task=prepared.task, device=CPU, seed=0, example=None, directory=None, build_model=lambda: None)
+    with pytest.raises(ValueError, match="distils sequence-to-sequence tasks .*distill_transformer"):
+        SequenceDistillation().compress(prepared.model, context)

@@ -76,7 +76,7 @@ class Distillation(Method):
             logits = inference(context.task, model.eval(), example)
         if logits.dim() != 2 or example.targets.shape != logits.shape[:1]:  # one class per input: what the loss above compares
             raise ValueError(f"compress={self.name} distils classifiers (logits (B, C), one class per input); task {context.task.name!r} gives "
-                             f"outputs {tuple(logits.shape)} for targets {tuple(example.targets.shape)} (sequence-level distillation is not built)")
+                             f"outputs {tuple(logits.shape)} for targets {tuple(example.targets.shape)} (sequence-to-sequence tasks: compress=distill_sequence)")
         return context.build_model()
 
     def training_task(self, task: Task, teacher: nn.Module) -> Task:
