@@ -17,7 +17,10 @@ from suite.results import RESULT_FILE, ResultRecord, read_result
 THROUGHPUT = ("train_tokens_per_s", "infer_tokens_per_s")
 
 
-def paired(a: Path, b: Path) -> list[tuple[str, ResultRecord, ResultRecord | None]]:
+Pairs = list[tuple[str, ResultRecord, ResultRecord | None]]
+
+
+def paired(a: Path, b: Path) -> Pairs:
     """(relative run directory, record under a, record under b or None) for every record under a."""
     out = []
     for path in sorted(a.rglob(RESULT_FILE)):
@@ -31,30 +34,30 @@ def test_metrics(r: ResultRecord) -> dict[str, float]:
     return {k: v for k, v in r.metrics.items() if not k.startswith("val_")}
 
 
-def compare(a: Path, b: Path) -> tuple[list[str], int]:
+def compare(pairs: Pairs) -> tuple[list[str], int]:
     """Lines to print and the number of pairs whose metrics or status differ."""
     lines, mismatches = [], 0
-    for rel, ra, rb in paired(a, b):
+    for rel, ra, rb in pairs:
         if rb is None:
-            lines.append(f"{rel}: missing in {b}")
+            lines.append(f"{rel}: missing in the second run")
             mismatches += 1
             continue
         same_status = ra.status == rb.status
         same_metrics = test_metrics(ra) == test_metrics(rb)
         ratios = [f"{key.split('_')[0]} {rb.speed[key] / ra.speed[key]:.2f}x" for key in THROUGHPUT if ra.speed.get(key) and rb.speed.get(key)]
         loads = [r.speed.get("others_cpu_share") for r in (ra, rb)]
-        if None not in loads:  # a ratio far from 1 is explained first by the load each run was timed under
-            ratios.append(f"others' CPU share A {loads[0]:.2f} / B {loads[1]:.2f}")
+        # a ratio far from 1 is explained first by the load each run was timed under
+        load = f"; others' CPU share A {loads[0]:.2f} / B {loads[1]:.2f}" if None not in loads else ""
         verdict = "same" if same_status and same_metrics else "DIFFERENT"
         mismatches += verdict != "same"
         shown = ", ".join(f"{k} {v:.4g}" for k, v in sorted(test_metrics(ra).items()) if k != "loss")
-        lines.append(f"{rel}: {ra.status}/{rb.status}, metrics {verdict}" + (f" ({shown})" if shown else "") + (f"; throughput B/A: {', '.join(ratios)}" if ratios else ""))
+        lines.append(f"{rel}: {ra.status}/{rb.status}, metrics {verdict}" + (f" ({shown})" if shown else "") + (f"; throughput B/A: {', '.join(ratios)}" if ratios else "") + load)
     return lines, mismatches
 
 
-def ratio_range(a: Path, b: Path, key: str = "train_tokens_per_s") -> tuple[float, float, list[str]] | None:
+def ratio_range(pairs: Pairs, key: str = "train_tokens_per_s") -> tuple[float, float, list[str]] | None:
     """Smallest and largest B/A ratio of ``key`` over the paired records, and the pairs beyond 25 %."""
-    ratios = {rel: rb.speed[key] / ra.speed[key] for rel, ra, rb in paired(a, b) if rb is not None and ra.speed.get(key) and rb.speed.get(key)}
+    ratios = {rel: rb.speed[key] / ra.speed[key] for rel, ra, rb in pairs if rb is not None and ra.speed.get(key) and rb.speed.get(key)}
     if not ratios:
         return None
     far = [f"{rel} {r:.2f}x" for rel, r in ratios.items() if not 0.8 <= r <= 1.25]
@@ -66,10 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("a", type=Path, help="a benchmark directory (e.g. runs/bench-quick)")
     parser.add_argument("b", type=Path, help="the same benchmark run again")
     args = parser.parse_args(argv)
-    lines, mismatches = compare(args.a, args.b)
+    pairs = paired(args.a, args.b)  # every record read once
+    lines, mismatches = compare(pairs)
     print("\n".join(lines))
     print(f"{len(lines) - mismatches} of {len(lines)} runs give identical test metrics and status")
-    if spread := ratio_range(args.a, args.b):
+    if spread := ratio_range(pairs):
         low, high, far = spread
         print(f"training throughput B/A: {low:.2f}x to {high:.2f}x; beyond 25 %: {', '.join(far) or 'none'}")
     return 1 if mismatches else 0

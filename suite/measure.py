@@ -8,22 +8,24 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
 
+from suite.contention import OthersLoad
 from suite.train import sync
 
 
 @dataclass
 class Timing:
-    """Seconds per call over ``repeats`` timed calls."""
+    """Seconds per call over ``repeats`` timed calls, and the other processes' share of the CPUs meanwhile (None: unknown)."""
 
     median: float
     q1: float
     q3: float
     samples: list[float]
+    others_cpu_share: float | None = None
 
     @property
     def spread(self) -> float:
@@ -55,15 +57,16 @@ def time_calls(fns: dict[str, Callable[[], object]], device: torch.device, warmu
     samples: dict[str, list[float]] = {name: [] for name in fns}
     started = time.perf_counter()
     rounds = 0
-    while rounds < repeats or (rounds < max_repeats and time.perf_counter() - started < min_seconds):
-        rounds += 1
-        for name, fn in fns.items():
-            sync(device)
-            start = time.perf_counter()
-            fn()
-            sync(device)
-            samples[name].append(time.perf_counter() - start)
-    return {name: summarise(s) for name, s in samples.items()}
+    with OthersLoad() as others:  # how quiet the machine was while these rounds ran
+        while rounds < repeats or (rounds < max_repeats and time.perf_counter() - started < min_seconds):
+            rounds += 1
+            for name, fn in fns.items():
+                sync(device)
+                start = time.perf_counter()
+                fn()
+                sync(device)
+                samples[name].append(time.perf_counter() - start)
+    return {name: replace(summarise(s), others_cpu_share=others.share) for name, s in samples.items()}
 
 
 # --- FLOPs and the machine's peak -------------------------------------------------------------

@@ -23,7 +23,7 @@ def test_speed_point_figures_are_positive_finite_with_spread(model, tmp_path):
         assert s[key] >= 0 and torch.isfinite(torch.tensor(s[key])), key
     assert s["train_tokens_per_s"] > 0 and s["flops_train_step"] > s["flops_infer"] > 0
     assert s["peak_mem_train_bytes"] > s["peak_mem_infer_bytes"] > 0
-    assert 0.0 <= s["others_cpu_share"] <= 1.0  # the load the point was timed under
+    assert isinstance(s["others_cpu_share"], float)  # the load the point was timed under, from time_calls (its value: the /proc/stat test)
 
 
 @pytest.mark.parametrize("task", ["translation", "summarization"])

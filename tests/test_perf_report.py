@@ -211,7 +211,7 @@ def test_compare_pairs_two_benchmark_runs_and_judges_metrics_not_speed(tmp_path,
     ResultRecord(status="ok", task="t", dataset="d", model="gru", seed=0, speed=speed).write(tmp_path / "a" / "z")
     ResultRecord(status="ok", task="t", dataset="d", model="gru", seed=0, speed=speed | {"others_cpu_share": 0.5}).write(tmp_path / "b" / "z")
     assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
-    assert "z: ok/ok, metrics same; throughput B/A: train 1.00x, others' CPU share A 0.00 / B 0.50" in capsys.readouterr().out
+    assert "z: ok/ok, metrics same; throughput B/A: train 1.00x; others' CPU share A 0.00 / B 0.50" in capsys.readouterr().out
     rec("a", "y", 0.8, 100.0), rec("b", "y", 0.7, 100.0)
     assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 1
     assert "y: ok/ok, metrics DIFFERENT" in capsys.readouterr().out
@@ -224,6 +224,7 @@ def test_time_calls_keeps_timing_until_the_rounds_span_the_minimum():
 
     out = time_calls({"a": lambda: clock.sleep(0.002)}, device=torch.device("cpu"), warmup=0, repeats=2, min_seconds=0.1)
     assert len(out["a"].samples) >= 20  # 2 ms calls: about 50 rounds to span 0.1 s, never just the 2 asked for
+    assert out["a"].others_cpu_share is not None  # the rounds carry the load they ran under (Linux: /proc/stat)
     capped = time_calls({"a": lambda: clock.sleep(0.002)}, device=torch.device("cpu"), warmup=0, repeats=2, min_seconds=10.0, max_repeats=5)
     assert len(capped["a"].samples) == 5
 

@@ -19,7 +19,6 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from suite import numerics
-from suite.contention import OthersLoad
 from suite.failures import PointSkipped, PointTimeout
 from suite.jobs.prepare import prepare
 from suite.measure import count_flops, matmul_peak_flops, peak_memory, time_calls
@@ -103,8 +102,7 @@ def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch
         predicted += (seconds(lambda: generate(True), device) + seconds(lambda: generate(False), device)) * (warmup + repeats)
     if predicted > time_budget_s:
         raise PointTimeout(f"first training step took {first:.1f}s; the point would need ~{predicted:.0f}s > budget {time_budget_s:.0f}s")
-    with OthersLoad() as others:
-        times = time_calls({"train": train_step, "infer": infer(), "latency": infer(head(batch, 1))}, device, warmup=max(0, warmup - 1), repeats=repeats, min_seconds=min_time_s)
+    times = time_calls({"train": train_step, "infer": infer(), "latency": infer(head(batch, 1))}, device, warmup=max(0, warmup - 1), repeats=repeats, min_seconds=min_time_s)
     tokens = batch.n_tokens
     figures = {
         "train_tokens_per_s": tokens / times["train"].median,
@@ -126,8 +124,8 @@ def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch
         "timed_rounds": float(len(times["train"].samples)),
         "tokens": float(tokens),
     }
-    if others.share is not None:  # how quiet the machine was while the figures above were timed
-        figures["others_cpu_share"] = others.share
+    if (share := times["train"].others_cpu_share) is not None:  # how quiet the machine was while the figures above were timed
+        figures["others_cpu_share"] = share
     if generate is not None:
         figures |= generation_speed(generate, device, warmup, repeats, min_time_s)
     return figures
