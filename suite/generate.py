@@ -85,7 +85,7 @@ class Steppable(Protocol):
 
     context: int | None
 
-    def __call__(self, ids: Tensor) -> Tensor: ...
+    def next_logits(self, ids: Tensor) -> Tensor: ...
 
     def step(self, ids: Tensor, position: int, state: State) -> tuple[Tensor, State]: ...
 
@@ -131,9 +131,10 @@ def generate(model: Steppable, prompt: Tensor, max_new_tokens: int, sampling: Sa
         if cache:
             new = text if i == 0 else text[:, -1:]  # the whole prompt first, then one token a step
             logits, state = model.step(new, text.size(1) - new.size(1), state)
+            logits = logits[:, -1]
         else:
-            logits = model(text)
-        token = choose(logits[:, -1], sampling, generator)  # (B,)
+            logits = model.next_logits(text)
+        token = choose(logits, sampling, generator)  # (B,)
         text = torch.cat([text, token[:, None]], dim=1)
         if eos is not None:
             ended |= token == eos

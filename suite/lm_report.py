@@ -77,7 +77,7 @@ def generation_cost(records: list[ResultRecord], out: Path) -> Path | None:
     fig, (time_ax, mem_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
     for r in sorted(runs, key=lambda r: model_order(runs)(r.model)):
         c = r.curves
-        (line,) = time_ax.plot(c["length"], c["step_ms"], marker="o", label=f"{label(r)}, cached ({r.speed['cache_speedup']:.1f}x at {r.speed['compare_tokens']:.0f})")
+        (line,) = time_ax.plot(c["length"], c["step_ms"], marker="o", label=f"{label(r)}, cached ({r.speed['generate_cache_speedup']:.1f}x at {r.speed['compare_tokens']:.0f})")
         time_ax.plot(c["length"], c["uncached_step_ms"], linestyle="--", alpha=0.6, color=line.get_color(), label=f"{label(r)}, re-reading the text")
         mem_ax.plot(c["length"], [b / 2**20 for b in c["state_bytes"]], marker="o", label=label(r))
     time_ax.set_ylabel("ms per generated token")

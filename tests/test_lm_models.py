@@ -27,6 +27,7 @@ def test_cached_steps_equal_the_full_pass(spec):
             logits, state = net.step(ids[:, t : t + 1], t, state)
             parts.append(logits)
     assert torch.allclose(torch.cat(parts, dim=1), full, atol=1e-5)
+    assert torch.allclose(net.next_logits(ids), full[:, -1], atol=1e-5)  # the uncached path: the last position only
 
 
 @pytest.mark.parametrize("spec", MODELS, ids=IDS)

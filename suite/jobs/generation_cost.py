@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 
 from suite import numerics
 from suite.generate import Sampling, generate
+from suite.jobs.speed import generation_speed
 from suite.measure import peak_memory, time_calls
 from suite.models.language_model import build_language_model
 from suite.models.model import count_parameters
@@ -69,7 +70,7 @@ def generation_cost_job(
         for t in lengths:
             _, state = model.step(text[:, :t], 0, {})
             cached = lambda: model.step(text[:, t : t + 1], t, state)  # noqa: E731 - the state is not changed: each call is the same step
-            uncached = lambda: model(text[:, : t + 1])[:, -1]  # noqa: E731
+            uncached = lambda: model.next_logits(text[:, : t + 1])  # noqa: E731
             times = time_calls({"cached": cached, "uncached": uncached}, device, warmup=warmup, repeats=repeats, min_seconds=min_time_s)
             curves["length"].append(float(t))
             curves["step_ms"].append(times["cached"].median * 1e3)
@@ -79,10 +80,8 @@ def generation_cost_job(
             curves["state_bytes"].append(float(state_bytes(cached()[1])))
             curves["peak_step_bytes"].append(float(peak_memory(cached, device)))
         prompt, greedy = text[:, :prompt_tokens], Sampling("greedy")
-        runs = {"cached": lambda: generate(model, prompt, compare_tokens, greedy), "uncached": lambda: generate(model, prompt, compare_tokens, greedy, cache=False)}
-        whole = time_calls(runs, device, warmup=1, repeats=max(1, repeats // 2), min_seconds=min_time_s)
-    speed = {f"{k}_tokens_per_s": batch_size * compare_tokens / whole[k].median for k in runs}
-    speed["cache_speedup"] = whole["uncached"].median / whole["cached"].median
+        # the same headline as job=speed's for sequence-to-sequence models (its keys: generate_*)
+        speed = generation_speed(lambda cache: generate(model, prompt, compare_tokens, greedy, cache=cache).tolist(), device, warmup=1, repeats=max(1, repeats // 2), min_time_s=min_time_s)
     speed["compare_tokens"] = float(compare_tokens)
     tracker.summary({f"generation/{k}": v for k, v in speed.items()})
     return {"status": "ok", "dataset": str(cfg.task.get("dataset", "")), "seq_len": lengths[-1], "params": count_parameters(model), "speed": speed, "curves": curves, "steps": 0, "precision": precision}

@@ -41,10 +41,21 @@ class LanguageModel(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.context = context
 
+    def features(self, ids: Tensor) -> Tensor:
+        """(B, L) ids -> (B, L, D): the backbone's output at every position, before the output layer."""
+        return self.backbone(self.dropout(self.positions(self.embed(ids))))
+
     def forward(self, ids: Tensor) -> Tensor:
         """(B, L) ids -> (B, L, V) logits, every position at once (training, scoring)."""
-        x = self.dropout(self.positions(self.embed(ids)))  # (B, L, D)
-        return self.generator(self.backbone(x))
+        return self.generator(self.features(ids))
+
+    def next_logits(self, ids: Tensor) -> Tensor:
+        """(B, L) ids -> (B, V) logits of the token after them, the text read whole (no state).
+
+        Only the last position goes through the output layer: at V = 4000 and width 128 that layer
+        costs more per position than the backbone, and the other positions' logits are thrown away.
+        """
+        return self.generator(self.features(ids)[:, -1])
 
     def step(self, ids: Tensor, position: int, state: State) -> tuple[Tensor, State]:
         """The next ids (B, t), the first at ``position``, after those in ``state`` ({} at the start) -> (logits (B, t, V), the new state)."""
