@@ -82,7 +82,7 @@ def test_generate_job_writes_samples_and_handles_long_prompts(tmp_path, bbc_dir,
         record = run(tmp_path / "gen", bbc_dir, "model=transformer", "job=generate", f"job.checkpoint={checkpoint}", f"job.prompts=[shares rose,{long_prompt}]",
                      "job.num_samples=2", "job.max_new_tokens=6")
     assert record.status == "ok", record.error
-    assert record.artifacts == ["samples.jsonl"] and record.speed["generate_tokens_per_s"] > 0 and record.stop_reason == "evaluated"
+    assert record.artifacts == ["samples.jsonl"] and record.speed["sample_tokens_per_s"] > 0 and "generate_tokens_per_s" not in record.speed and record.stop_reason == "evaluated"
     rows = [json.loads(line) for line in (tmp_path / "gen" / "samples.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and {r["sample"] for r in rows} == {0, 1}
     assert rows[0]["prompt"] == "shares rose" and rows[0]["dropped_prompt_tokens"] == 0 and rows[0]["new_tokens"] <= 6
