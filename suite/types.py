@@ -217,6 +217,19 @@ class Generates(Protocol):
 
 
 @runtime_checkable
+class Decodes(Protocol):
+    """Optional for a sequence-to-sequence ``Task``: a model's outputs for a batch's sources, usable as training targets (sequence-level distillation)."""
+
+    def decode_ids(self, model: nn.Module, batch: Batch, search: str = "test") -> list[list[int]]:
+        """Output ids (no start or end marker) for each of the batch's sources, by the task's 'test' or 'validation' search."""
+        ...
+
+    def with_targets(self, batch: Batch, targets: list[list[int]]) -> Batch:
+        """The batch with its targets replaced by ``targets``, framed as the task frames its references."""
+        ...
+
+
+@runtime_checkable
 class EvaluationVariant(Protocol):
     """Optional for a ``Task`` that scores saved weights (``job=evaluate``) otherwise than training validates them."""
 

@@ -12,7 +12,7 @@ import copy
 import json
 import random
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -307,9 +307,20 @@ class Seq2SeqTask:
         index = batch.extra["index"].tolist()
         if not isinstance(model, Seq2Seq):
             return model([self.examples[i].source for i in index])
-        search = self.val_search if self.groups[index[0]] == "val" else self.search
-        ids = search(model, batch.inputs, batch.pad_mask, bos=self.special(BOS), eos=self.special(EOS), max_len=self.max_target_len)
-        return decode(self.ready.tgt_tok, ids)
+        return decode(self.ready.tgt_tok, self.decode_ids(model, batch, "validation" if self.groups[index[0]] == "val" else "test"))
+
+    # --- outputs as targets (suite.types.Decodes: sequence-level distillation) ------------------
+
+    def decode_ids(self, model: nn.Module, batch: Batch, search: str = "test") -> list[list[int]]:
+        """The model's output ids (no [BOS], no [EOS]) for the batch's sources, by the test search or the validation one."""
+        run = self.search if search == "test" else self.val_search
+        return run(model, batch.inputs, batch.pad_mask, bos=self.special(BOS), eos=self.special(EOS), max_len=self.max_target_len)
+
+    def with_targets(self, batch: Batch, targets: list[list[int]]) -> Batch:
+        """The batch with its targets replaced by ``targets`` (ids without [BOS]/[EOS]), framed as the collate frames the references."""
+        bos, eos = [self.special(BOS)], [self.special(EOS)]
+        framed = pad_stack([torch.tensor(bos + t[: self.max_target_len] + eos, dtype=torch.long) for t in targets], self.special(PAD))
+        return replace(batch, targets=framed.to(batch.inputs.device))
 
     def evaluate(self, model: nn.Module, batches, device: torch.device) -> dict[str, float]:
         """Scores per split or test set: the main one unprefixed, extra test sets as '<name>_<metric>'; plus the token loss."""

@@ -93,18 +93,21 @@ def test_sequence_distillation_trains_the_student_on_the_teachers_outputs_decode
 
     task.search = search
     wrapped = SequenceDistillationTask(task, teacher, "test")
+    wrapped.decode_training_set(batch_size=4)  # before training: every training source once
+    n_train = len(task.datasets["train"])
+    assert sum(calls) == n_train and len(wrapped.outputs) == n_train
+    assert all(out and set(out) <= {7, 8, 9} for out in wrapped.outputs.values())  # the stand-in's outputs, kept by example
     batch: Batch = next(iter(task.loaders(4, 0)["train"]))
-    targets = wrapped.teacher_targets(batch)
-    bos, eos, pad = task.special(BOS), task.special(EOS), task.special(PAD)
-    for row in range(4):
-        expected = [bos, *[7 + row % 3] * (1 + row % 4), eos]
-        assert targets[row, : len(expected)].tolist() == expected and (targets[row, len(expected):] == pad).all()
-    wrapped.teacher_targets(batch)  # the same sources again: read back, not decoded again
-    assert calls == [4]
     seen = []
     task.loss = lambda model, b: seen.append(b.targets) or torch.tensor(0.0)  # what the student is trained on
     wrapped.loss(task.build_model(cfg.model), batch)
-    assert torch.equal(seen[0], targets) and not torch.equal(batch.targets, targets)  # the references are left in the batch
+    assert sum(calls) == n_train  # read back, not decoded again
+    bos, eos, pad = task.special(BOS), task.special(EOS), task.special(PAD)
+    targets = seen[0]
+    for row, i in enumerate(batch.extra["index"].tolist()):
+        expected = [bos, *wrapped.outputs[i], eos]
+        assert targets[row, : len(expected)].tolist() == expected and (targets[row, len(expected):] == pad).all()
+    assert not torch.equal(batch.targets, targets)  # the references are left in the batch
 
 
 def test_sequence_distillation_through_the_job(subset_data, tmp_path):
@@ -132,5 +135,5 @@ def test_sequence_distillation_refuses_a_classifier_and_a_bad_search():
     cfg = shrink(compose_config("task=long_range", "model=transformer", "task.seq_len=16", "task.n_train=32", "task.n_val=8", "task.n_test=8"))
     prepared = prepare(cfg, CPU)
     context = Context(task=prepared.task, device=CPU, seed=0, example=None, directory=None, build_model=lambda: None)
-    with pytest.raises(ValueError, match="distils sequence-to-sequence tasks .*distill_transformer"):
+    with pytest.raises(ValueError, match="distils sequence-to-sequence tasks .*does not decode.*distill_transformer"):
         SequenceDistillation().compress(prepared.model, context)

@@ -1,62 +1,57 @@
 """Sequence-level knowledge distillation (Kim and Rush 2016): the student learns the teacher's outputs instead of the references.
 
-The teacher decodes each training source with the task's search (the test search, beam search by
-default) the first time the source appears in a batch; its output is kept by the example's index,
-so later epochs read it back instead of decoding again (the cost is one decoding of the training
-set, spread over the first epoch). The student's loss is the task's own, teacher-forced
-cross-entropy with its label smoothing, on ``[BOS] output [EOS]``. Validation and test score the
-student against the real references, as any run.
+Before the student's training starts, the teacher decodes every training source once with the
+task's search (the test search, beam search by default); its outputs are kept by example index.
+Decoding there, not inside the loss, keeps the first steps' time honest: the trainer's budget plan
+times them. The student's loss is the task's own (teacher-forced cross-entropy with its label
+smoothing) on the teacher's outputs, framed as the task frames references. Validation and test
+score the student against the real references, as any run.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pad_sequence
 
 from suite.compress.method import Context, Method
-from suite.text import BOS, EOS, PAD
-from suite.types import Batch, Task
+from suite.types import Batch, Decodes, Task
 
 SEARCHES = ("test", "validation")
-NEEDS = ("search", "val_search", "max_target_len", "special")  # what a sequence-to-sequence task offers (tasks/seq2seq.py)
 
 
 class SequenceDistillationTask:
     """The task with each training target replaced by the teacher's decoding of its source; everything else is the task's.
 
     Args:
-        task: a sequence-to-sequence task (set up: batches carry ``extra['index']``).
+        task: a sequence-to-sequence task (``suite.types.Decodes``; set up: batches carry ``extra['index']``).
         teacher: the trained model, decoding in eval mode without gradients.
         search: 'test' (the task's test search) or 'validation' (its cheaper validation search).
     """
 
-    def __init__(self, task: Task, teacher: nn.Module, search: str = "test") -> None:
-        self.task, self.teacher = task, teacher.eval()
-        self.decode = task.search if search == "test" else task.val_search
-        self.outputs: dict[int, list[int]] = {}  # example index -> the teacher's output ids (no BOS, no EOS)
+    def __init__(self, task: Decodes, teacher: nn.Module, search: str = "test") -> None:
+        self.task, self.teacher, self.search = task, teacher.eval(), search
+        self.outputs: dict[int, list[int]] = {}  # example index -> the teacher's output ids
 
     def __getattr__(self, name: str) -> Any:  # loaders, evaluate, metrics...: the task's own
         return getattr(self.task, name)
 
-    def teacher_targets(self, batch: Batch) -> Tensor:
-        """``[BOS] teacher output [EOS]`` for every source of the batch, right-padded, (B, T + 2)."""
+    def teacher_outputs(self, batch: Batch) -> list[list[int]]:
+        """The teacher's output ids for each of the batch's sources, decoded the first time a source is seen."""
         index = batch.extra["index"].tolist()
-        new = [row for row, i in enumerate(index) if i not in self.outputs]
-        if new:
-            rows = torch.tensor(new, device=batch.inputs.device)
-            mask = None if batch.pad_mask is None else batch.pad_mask[rows]
+        if any(i not in self.outputs for i in index):
             with torch.no_grad():
-                ids = self.decode(self.teacher, batch.inputs[rows], mask, bos=self.task.special(BOS), eos=self.task.special(EOS), max_len=self.task.max_target_len)
-            self.outputs.update((index[row], out) for row, out in zip(new, ids))
-        bos, eos = self.task.special(BOS), self.task.special(EOS)
-        rows = [torch.tensor([bos, *self.outputs[i], eos], dtype=torch.long) for i in index]
-        return pad_sequence(rows, batch_first=True, padding_value=self.task.special(PAD)).to(batch.inputs.device)
+                self.outputs.update(zip(index, self.task.decode_ids(self.teacher, batch, self.search)))
+        return [self.outputs[i] for i in index]
+
+    def decode_training_set(self, batch_size: int = 64) -> None:
+        """Decode every training source now (``batch_size`` at a time), before training starts."""
+        device = next(self.teacher.parameters()).device
+        for batch in self.task.loaders(batch_size, 0)["train"]:
+            self.teacher_outputs(batch.to(device))
 
     def loss(self, model: nn.Module, batch: Batch) -> Tensor:
-        return self.task.loss(model, replace(batch, targets=self.teacher_targets(batch)))
+        return self.task.loss(model, self.task.with_targets(batch, self.teacher_outputs(batch)))
 
 
 class SequenceDistillation(Method):
@@ -76,16 +71,17 @@ class SequenceDistillation(Method):
         self.search = search
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:
-        missing = [name for name in NEEDS if not hasattr(context.task, name)]
-        if missing:
+        if not isinstance(context.task, Decodes):
             raise ValueError(f"compress={self.name} distils sequence-to-sequence tasks (translation, summarization); task {context.task.name!r} "
-                             f"has no {', '.join(missing)} (classifiers: compress=distill_transformer or distill_lstm)")
+                             f"does not decode its inputs into targets (classifiers: compress=distill_transformer or distill_lstm)")
         if context.build_model is None:
             raise ValueError(f"compress={self.name} needs a student: a compress.student model config (conf/compress/distill_sequence.yaml)")
         return context.build_model()
 
     def training_task(self, task: Task, teacher: nn.Module) -> Task:
-        return SequenceDistillationTask(task, teacher, self.search)
+        distilled = SequenceDistillationTask(task, teacher, self.search)
+        distilled.decode_training_set()
+        return distilled
 
     def describe(self) -> dict[str, Any]:
         return {"method": self.name, "search": self.search}
