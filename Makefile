@@ -162,8 +162,6 @@ bench-full: data ## The full benchmark: trainer=full on every task, full sweeps 
 	$(RUN) -m experiment=context_use hydra.sweep.dir=$(BENCH_FULL_DIR)/context_use
 	$(RUN) -m experiment=generation_cost hydra.sweep.dir=$(BENCH_FULL_DIR)/generation_cost
 	$(RUN) -m experiment=generation_cost hydra.sweep.dir=$(BENCH_FULL_DIR)/generation_cost_attention model=transformer model/attention=linear,local
-	$(PYTHON) -m suite.lm_report $(BENCH_FULL_DIR)/language_model $(BENCH_FULL_DIR)/context_use $(BENCH_FULL_DIR)/generation_cost \
-	  $(BENCH_FULL_DIR)/generation_cost_attention --out results/full/lm
 	$(bench_attention_full)
 	$(PYTHON) -m suite.report $(BENCH_FULL_DIR) --name full --wandb
 

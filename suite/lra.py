@@ -15,6 +15,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
+from suite import formatting as fmt
 from suite.efficiency import short, variant
 from suite.plots import job_name
 from suite.results import ResultRecord, trainer_name
@@ -55,8 +56,7 @@ def percent(records: list[ResultRecord]) -> tuple[str, float | None]:
     values = [100 * r.metrics["accuracy"] for r in records if r.status == "ok" and "accuracy" in r.metrics]
     if not values:
         return "/".join(sorted({r.status for r in records})), None
-    mean = statistics.mean(values)
-    return (f"{mean:.1f}" + (f" ± {statistics.stdev(values):.1f}" if len(values) > 1 else "")), mean
+    return fmt.mean_std(values, lambda v: f"{v:.1f}"), statistics.mean(values)
 
 
 def row_names(records: list[ResultRecord]) -> list[str]:

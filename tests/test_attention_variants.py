@@ -186,10 +186,10 @@ def test_linear_cached_steps_with_a_constant_state_equal_the_causal_pass():
     q, k, v = qkv()
     core = make_core("linear")
     full = core(q, k, v, causal=True)
-    state, sizes = None, set()
+    state, sizes = {}, set()
     for t in range(L):
-        out, state = core.step(q[:, :, t : t + 1], k[:, :, t : t + 1], v[:, :, t : t + 1], state)
-        sizes.add(tuple(s.numel() for s in state))
+        out, state = core.decode_step(q[:, :, t : t + 1], k[:, :, t : t + 1], v[:, :, t : t + 1], state)
+        sizes.add(tuple(s.numel() for s in state.values()))
         assert torch.allclose(out[:, :, 0], full[:, :, t], atol=1e-5)
     assert len(sizes) == 1  # the state does not grow with the prefix
 

@@ -16,7 +16,6 @@ from torch import Tensor
 from suite.attention.core import CACHE, CAUSAL, CROSS, PADDING, AttentionCore, positive_int
 from suite.types import State
 
-KernelState = tuple[Tensor, Tensor]  # S (B, H, F, Dv), z (B, H, F)
 
 
 def safe_divide(num: Tensor, den: Tensor) -> Tensor:
@@ -80,14 +79,6 @@ class LinearAttention(AttentionCore):
     def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
         """(B, H, Lq, Dh), (B, H, Lk, Dh) x2 -> (B, H, Lq, Dh)."""
         return kernel_attention(elu_feature(q), elu_feature(k), v, pad_mask, causal, self.chunk)
-
-    def step(self, q: Tensor, k: Tensor, v: Tensor, state: KernelState | None = None) -> tuple[Tensor, KernelState]:
-        """One new position: q, k, v (B, H, 1, Dh) and the state before it -> ((B, H, 1, Dh), the state after it).
-
-        The state (S (B, H, F, Dv), z (B, H, F)) has the same size at every step.
-        """
-        out, after = self.decode_step(q, k, v, {} if state is None else {"s": state[0], "z": state[1]})
-        return out, (after["s"], after["z"])
 
     def decode_step(self, q: Tensor, k: Tensor, v: Tensor, state: State) -> tuple[Tensor, State]:
         """New positions q, k, v (B, H, t, Dh) after the state {'s': S, 'z': z} ({} at the start) -> ((B, H, t, Dh), the state after them).
