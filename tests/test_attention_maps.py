@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from suite.attention import FullAttention, implied_weights
-from suite.attention_patterns import key_pattern, main as patterns_main, variant_names
+from suite.attention_patterns import key_pattern, main as patterns_main
 from suite.run import execute
 from tests.conftest import TINY_TASK, compose_config, need_data, shrink
 from tests.test_attention_variants import SMALL, VARIANTS, make_core, padding, qkv
@@ -51,7 +51,7 @@ def test_the_probed_pattern_is_each_variants_own():
 
 def test_a_pattern_png_for_every_variant(tmp_path):
     assert patterns_main(["--length", "32", "--out", str(tmp_path)]) == 0
-    assert sorted(p.stem for p in tmp_path.glob("*.png")) == variant_names() == VARIANTS
+    assert sorted(p.stem for p in tmp_path.glob("*.png")) == VARIANTS  # one per config in conf/model/attention/
     assert all(p.stat().st_size > 1000 for p in tmp_path.glob("*.png"))
 
 

@@ -35,8 +35,8 @@ def test_bad_sampling_settings_are_named(settings, message):
 
 
 def test_greedy_ignores_the_temperature_and_filters_keep_what_they_should():
-    assert Sampling("greedy", temperature=0.0).temperature == 0.0
     logits = torch.tensor([[1.0, 3.0, 2.0, 0.0]])
+    assert choose(logits, Sampling("greedy", temperature=0.0)).tolist() == [1]  # accepted, and no division by it
     assert torch.isinf(top_k_filter(logits, 2)).tolist() == [[True, False, False, True]]
     probs = torch.tensor([[0.5, 0.3, 0.15, 0.05]]).log()
     assert torch.isinf(top_p_filter(probs, 0.8)).tolist() == [[False, False, True, True]]

@@ -18,7 +18,7 @@ def test_context_use_job_trains_then_scores_the_same_targets_at_each_context(tmp
     assert record.status == "ok", record.error
     assert record.steps == 3 and "perplexity" in record.metrics  # trained first: the training run's test figures come along
     assert record.curves["context"] == [2, 4, 8, 16]  # 40 is beyond the trained context (16), which is always measured
-    assert len(record.curves["perplexity"]) == 4 and record.metrics["context_saturation"] in (2, 4, 8, 16)
+    assert len(record.curves["perplexity"]) == 4 and "context_saturation" in record.metrics  # its rule: the unit test below
     assert record.metrics["test_perplexity_at_16"] == record.curves["perplexity"][-1]
 
 
