@@ -9,10 +9,10 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from suite import distributed
-from suite.jobs.prepare import prepare
+from suite.jobs.prepare import Prepared, prepare
 from suite.train import resume_identity
 from suite.tracking import Tracker
-from suite.types import WritesArtifacts
+from suite.types import Task, WritesArtifacts
 
 
 def written_artifacts(task: Any, model: torch.nn.Module, run_dir: Path, device: torch.device) -> list[str]:
@@ -26,8 +26,13 @@ def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tra
 
     Under torchrun every rank trains; rank 0 alone scores test (each example once) and its record counts.
     """
+    return train(cfg, device, run_dir, tracker)[2]
+
+
+def train(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, task: Task | None = None) -> tuple[Prepared, torch.nn.Module, dict[str, Any]]:
+    """``job=train``'s work, for a job that goes on with the result: (the task and model it prepared, the best weights, the record's fields)."""
     world = distributed.current()
-    prepared = prepare(cfg, device)
+    prepared = prepare(cfg, device, task)
     task = prepared.task
     trainer = instantiate(cfg.trainer)
     fit = trainer.fit(prepared.model, task, device, cfg.seed, checkpoint_dir=run_dir / "checkpoints", tracker=tracker,
@@ -36,9 +41,9 @@ def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tra
                   planned_steps=fit.planned_steps, precision=fit.precision, resumed_at=fit.resumed_at, world_size=world.size,
                   backend=world.backend)
     if not world.main:
-        return fields | {"speed": fit.speed}
+        return prepared, fit.model, fields | {"speed": fit.speed}
     test, infer = trainer.score(fit.model, task, device, cfg.seed, "test")
     speed = fit.speed | infer
     tracker.summary({f"test/{k}": v for k, v in test.items()} | {f"speed/{k}": v for k, v in speed.items()} | {"params": prepared.params})
-    return fields | dict(metrics={**test, **{f"val_{k}": v for k, v in fit.val.items()}}, speed=speed,
-                         artifacts=written_artifacts(task, fit.model, run_dir, device))
+    return prepared, fit.model, fields | dict(metrics={**test, **{f"val_{k}": v for k, v in fit.val.items()}}, speed=speed,
+                                              artifacts=written_artifacts(task, fit.model, run_dir, device))

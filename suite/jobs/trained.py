@@ -1,7 +1,8 @@
 """The trained language model a job works on: saved weights (``job.checkpoint``), or a training run first.
 
 With no checkpoint the job trains exactly as ``job=train`` does (its record fields come along:
-test and validation metrics, steps, speed) and then works on the best weights it saved, so one
+test and validation metrics, steps, speed) and then works on its best weights, in memory, with the task it
+prepared (no second read of the data or fit of the tokenizer), so one
 command trains a model and samples from it or measures it.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from omegaconf import DictConfig
 
 from suite.jobs.evaluate import load_weights
 from suite.jobs.prepare import prepare
-from suite.jobs.train import train_job
+from suite.jobs.train import train
 from suite.tracking import Tracker
 from suite.types import LanguageTask
 
@@ -30,13 +31,11 @@ def language_task(cfg: DictConfig, job: str) -> LanguageTask:
 
 def trained_model(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, checkpoint: str | None, job: str) -> tuple[LanguageTask, torch.nn.Module, dict[str, Any]]:
     """(task, model in eval mode with trained weights, record fields): from ``checkpoint``, or trained here first."""
-    fields: dict[str, Any] = {}
+    task = language_task(cfg, job)  # a wrong task is refused before any data is read or any training
     if checkpoint is None:
-        language_task(cfg, job)  # refuse a wrong task before training for minutes
-        fields = train_job(cfg, device, run_dir, tracker)
-        checkpoint = str(run_dir / "checkpoints" / "best.pt")
-    prepared = prepare(cfg, device, language_task(cfg, job))
+        prepared, model, fields = train(cfg, device, run_dir, tracker, task)  # the best weights, as job=train leaves them
+        return prepared.task, model.eval(), fields
+    prepared = prepare(cfg, device, task)
     load_weights(prepared.model, checkpoint, device)
-    if not fields:
-        fields = dict(**prepared.ok_fields(), train_seconds=0.0, steps=0, epochs=0, stop_reason="evaluated")
+    fields = dict(**prepared.ok_fields(), train_seconds=0.0, steps=0, epochs=0, stop_reason="evaluated")
     return prepared.task, prepared.model.eval(), fields
