@@ -104,3 +104,8 @@ def test_a_task_without_tokens_is_refused_with_a_reason(tmp_path):
     trained = execute(shrink(compose_config("task=image", "model=vit")), tmp_path / "train")
     record = execute(shrink(compose_config("task=image", "model=vit", "job=attention_maps", f"job.checkpoint={tmp_path / 'train' / 'checkpoints' / 'best.pt'}")), tmp_path / "maps")
     assert trained.status == "ok" and record.status == "failed" and "no tokens to show" in record.error
+
+
+def test_a_model_without_attention_is_refused_before_its_weights_are_read(tmp_path):
+    record = execute(shrink(compose_config("task=sentiment", "model=lstm", "job=attention_maps", f"job.checkpoint={tmp_path / 'absent.pt'}")), tmp_path / "maps")
+    assert record.status == "failed" and "has no attention layers to draw" in record.error  # not the missing checkpoint

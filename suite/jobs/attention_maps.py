@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 from suite.attention_maps import draw, read
 from suite.jobs.evaluate import load_weights
 from suite.jobs.prepare import prepare
+from suite.models.transformer import MultiHeadAttention
 from suite.tracking import Tracker
 from suite.types import ShowsAttention
 
@@ -33,20 +34,17 @@ def attention_maps_job(cfg: DictConfig, device: torch.device, run_dir: Path, tra
     task, model = prepared.task, prepared.model
     if not isinstance(task, ShowsAttention):
         raise ValueError(f"task {task.name!r} cannot show its examples (suite.types.ShowsAttention): attention maps need a task of tokens")
-    if not hasattr(model, "encoder") and not hasattr(model, "backbone"):
-        raise ValueError(f"model {cfg.model.name!r} has no attention to draw")
+    if not any(isinstance(m, MultiHeadAttention) for m in model.modules()):
+        raise ValueError(f"model {cfg.model.name!r} has no attention layers to draw (a recurrent model?)")
     load_weights(model, checkpoint, device)
     loader = task.loaders(1, cfg.seed, eval_batch_size=1)[split]
     batch = next(islice(iter(loader), example, None), None)
     if batch is None:
         raise ValueError(f"job.example={example}: the {split} split has fewer examples")
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad():  # readable may decode (a translation's output); read runs the example itself
         shown = task.readable(model, batch.to(device))
-        maps = read(model, shown)
-    if not maps:
-        raise ValueError(f"model {cfg.model.name!r} has no attention layers to draw (a recurrent model?)")
+    maps = read(model, shown)
     title = f"{task.name}/{task.dataset} {split} example {example}, {cfg.model.name} ({(cfg.model.get('attention') or {}).get('_target_', '').rpartition('.')[2]})"
     paths = draw(maps, shown, run_dir, title)
-    return {**prepared.ok_fields(), "steps": 0, "stop_reason": "attention maps", "artifacts": [str(p.relative_to(run_dir)) for p in paths],
-            "curves": {f"row_sums/{name}": w.sum(-1).mean(0).tolist() for name, w in maps.items()}}
+    return {**prepared.ok_fields(), "steps": 0, "stop_reason": "attention maps", "artifacts": [str(p.relative_to(run_dir)) for p in paths]}
