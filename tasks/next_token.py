@@ -106,13 +106,17 @@ def window_collate(items: list[tuple[Tensor, int]]) -> Batch:
     return Batch(ids[:, :-1], ids[:, 1:], n_items=len(items), n_tokens=ids[:, :-1].numel(), extra={"scored": scored})
 
 
-def token_nll(model: nn.Module, inputs: Tensor, targets: Tensor) -> Tensor:
-    """Negative log-likelihood of every target: (B, L) ids, (B, L) targets -> (B, L) nats, float32.
+def scored_nll(model: nn.Module, inputs: Tensor, targets: Tensor, scored: Tensor) -> Tensor:
+    """Negative log-likelihood of the scored targets: (B, L) ids, targets and bool ``scored`` -> (N,) nats, float32, N = scored.sum().
 
-    Rows go through the model a few at a time, so at most ``CHUNK_TOKENS`` x V logits exist at once.
+    Only the scored positions go through the output layer (``model.features``, then
+    ``model.generator``): a sliding window scores its last ``stride`` positions, a context-use
+    window one, and at V = 4000 the output layer costs more per position than the backbone. Rows go
+    through the model a few at a time, so at most ``CHUNK_TOKENS`` positions are held at once.
     """
     rows = max(1, CHUNK_TOKENS // inputs.size(1))
-    parts = [F.cross_entropy(model(x).float().transpose(1, 2), y, reduction="none") for x, y in zip(inputs.split(rows), targets.split(rows))]
+    parts = [F.cross_entropy(model.generator(model.features(x)[s]).float(), y[s], reduction="none")
+             for x, y, s in zip(inputs.split(rows), targets.split(rows), scored.split(rows))]
     return torch.cat(parts)
 
 
@@ -126,9 +130,9 @@ class Tally:
     bytes: int = 0
 
     def add(self, nll: Tensor, targets: Tensor, scored: Tensor, token_bytes: Tensor, unigram: Tensor) -> None:
-        """nll, targets, scored (B, L); token_bytes and unigram (V,) tables on the targets' device."""
+        """nll (N,) of the scored targets (``scored_nll``), targets and scored (B, L); token_bytes and unigram (V,) tables on the targets' device."""
         picked = targets[scored]
-        self.nll += nll[scored].double().sum().item()
+        self.nll += nll.double().sum().item()
         self.unigram_nll += unigram[picked].double().sum().item()
         self.tokens += int(scored.sum())
         self.bytes += int(token_bytes[picked].sum())
@@ -248,5 +252,6 @@ class NextTokenTask:
         tally = Tally()
         token_bytes, unigram = self.ready.token_bytes.to(device), self.unigram.to(device)
         for batch in batches:
-            tally.add(token_nll(model, batch.inputs, batch.targets), batch.targets, batch.extra["scored"], token_bytes, unigram)
+            scored = batch.extra["scored"]
+            tally.add(scored_nll(model, batch.inputs, batch.targets, scored), batch.targets, scored, token_bytes, unigram)
         return tally.metrics()

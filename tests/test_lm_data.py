@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader
 from suite.results import RESULT_FILE, read_result
 from suite.run import execute
 from tasks.language_model import build, first_occurrences, load
-from tasks.next_token import Corpus, Tally, Windows, sliding_windows, token_nll, training_windows, window_collate
+from tasks.next_token import Corpus, Tally, Windows, scored_nll, sliding_windows, training_windows, window_collate
 from tests.conftest import LM_VOCAB as V
 from tests.conftest import TINY_LM, compose_config, need_data, shrink, tiny_lm
 
@@ -124,6 +124,33 @@ def test_evaluation_equals_brute_force_per_token(model):
     assert metrics["loss"] == pytest.approx(brute / (n - 1), rel=1e-5)
     assert metrics["bits_per_byte"] == pytest.approx(brute / math.log(2) / (n - 1), rel=1e-5)  # one byte a token here
 
+@pytest.mark.parametrize("model", ["transformer", "lstm"])
+def test_exact_context_scores_each_drawn_target_with_exactly_c_tokens(model):
+    # What job=context_use rests on: at every c the same targets, each scored given exactly the c tokens before it.
+    length, n, contexts = 8, 40, [2, 5, 8]
+    stream = torch.randint(4, V, (n,))
+    task = build("language_model", seq_len=length, stride=4)
+    task.corpus = Corpus(documents={}, streams={"test": stream}, tokenizer=None, token_bytes=torch.ones(V, dtype=torch.long), eos_id=3, pad_id=0)
+    task.unigram = torch.zeros(V)
+    net = tiny_lm(model, context=length)
+    batches = task.exact_context_batches("test", contexts, n_targets=10, batch_size=3, seed=0)
+    spans = {tuple(stream[i : i + c + 1].tolist()) for c in contexts for i in range(n - c)}  # every c tokens and the one after them
+    first = None
+    for c in contexts:
+        brute, targets = [], []
+        for b in batches[c]:
+            assert b.inputs.size(1) == c and (b.extra["scored"].sum(1) == 1).all() and b.extra["scored"][:, -1].all()  # one target, after all c
+            for window, target in zip(b.inputs, b.targets[:, -1]):
+                assert tuple(window.tolist()) + (int(target),) in spans  # c tokens of the stream and the token that follows them
+                targets.append(int(target))
+                with torch.no_grad():
+                    brute.append(-torch.log_softmax(net(window[None])[0, -1], -1)[target].item())
+        first = first or targets
+        assert len(targets) == 10 and targets == first  # the same targets at every c
+        with torch.no_grad():
+            assert task.evaluate(net, batches[c], torch.device("cpu"))["loss"] == pytest.approx(sum(brute) / len(brute), rel=1e-5)
+
+
 def test_bits_per_byte_and_perplexity_formulas():
     tally = Tally(nll=100 * math.log(2), unigram_nll=100 * math.log(4), tokens=50, bytes=100)
     m = tally.metrics()
@@ -133,12 +160,16 @@ def test_bits_per_byte_and_perplexity_formulas():
 
 def test_a_uniform_model_has_perplexity_v():
     class Uniform(torch.nn.Module):
-        def forward(self, ids):
-            return torch.zeros(*ids.shape, V)
+        def features(self, ids):
+            return torch.zeros(*ids.shape, 1)
+
+        def generator(self, h):
+            return torch.zeros(*h.shape[:-1], V)
 
     tally = Tally()
     ids = torch.randint(0, V, (3, 7))
-    tally.add(token_nll(Uniform(), ids, ids), ids, torch.ones_like(ids, dtype=torch.bool), torch.full((V,), 3), torch.zeros(V))
+    every = torch.ones_like(ids, dtype=torch.bool)
+    tally.add(scored_nll(Uniform(), ids, ids, every), ids, every, torch.full((V,), 3), torch.zeros(V))
     assert tally.metrics()["perplexity"] == pytest.approx(V) and tally.metrics()["bits_per_byte"] == pytest.approx(math.log2(V) / 3)
 
 
