@@ -18,11 +18,11 @@ from functools import partial
 import torch
 
 from suite.datadir import require
-from suite.splits import dedupe, stratified_split
+from suite.splits import dedupe
 from suite.tables import read_jsonl
 from suite.text import EOS, PAD, SPECIALS, byte_lengths, encode, train_byte_bpe
 from tasks.next_token import Corpus, NextTokenTask, join_documents
-from tasks.summarization import bbc_records
+from tasks.summarization import bbc_split_rows
 
 DATASETS = ("bbc", "aeslc")
 TOKENIZERS = ("bpe", "byte")
@@ -31,10 +31,7 @@ AESLC_FILES = {"train": "train", "val": "dev", "test": "test"}
 
 def bbc_documents(data_dir: str | None, val_fraction: float, test_fraction: float, split_seed: int) -> dict[str, list[str]]:
     """BBC News articles, duplicates removed, split by document (stratified by category, seeded)."""
-    rows = bbc_records(data_dir)
-    categories = sorted({r["category"] for r in rows})
-    fractions = {"train": 1 - val_fraction - test_fraction, "val": val_fraction, "test": test_fraction}
-    parts = stratified_split([categories.index(r["category"]) for r in rows], fractions, split_seed)
+    rows, parts = bbc_split_rows(data_dir, val_fraction, test_fraction, split_seed)
     return {split: [rows[i]["article"].strip() for i in idx] for split, idx in parts.items()}
 
 

@@ -14,10 +14,9 @@ from functools import partial
 from typing import Callable
 
 from suite.models.embeddings import TokenEmbedding
-from suite.splits import stratified_split
 from suite.text import BYTE_PAD, BYTE_VOCAB, PAD, byte_names, encode, train_bpe, utf8_ids
 from tasks.classification import ClassificationData, ClassificationTask, TokenDataset, pad_collate
-from tasks.summarization import bbc_records
+from tasks.summarization import bbc_split_rows
 
 CATEGORIES = ["business", "entertainment", "politics", "sport", "tech"]
 
@@ -47,10 +46,9 @@ TOKENIZERS: dict[str, Callable[[list[str], list[int], int], Encoded]] = {"bpe": 
 
 
 def load(data_dir: str | None, seq_len: int, vocab_size: int, val_fraction: float, test_fraction: float, split_seed: int, tokenizer: str = "bpe") -> ClassificationData:
-    records = bbc_records(data_dir)  # duplicates removed, as for summarization
+    records, parts = bbc_split_rows(data_dir, val_fraction, test_fraction, split_seed)  # the split summarization and language_model use
     texts = [r["article"] for r in records]
     labels = [CATEGORIES.index(r["category"]) for r in records]
-    parts = stratified_split(labels, {"train": 1 - val_fraction - test_fraction, "val": val_fraction, "test": test_fraction}, split_seed)
     encoded = TOKENIZERS[tokenizer](texts, parts["train"], vocab_size)
     splits = {name: TokenDataset([encoded.ids[i][:seq_len] for i in idx], [labels[i] for i in idx]) for name, idx in parts.items()}  # the first seq_len ids
     return ClassificationData(

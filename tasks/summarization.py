@@ -81,12 +81,20 @@ def bbc_records(data_dir: str | None) -> list[dict]:
     return [rows[i] for i in dedupe([bbc_body(r["article"]) for r in rows])]
 
 
-def bbc_splits(data_dir: str | None, val_fraction: float, test_fraction: float, split_seed: int) -> dict[str, list[TextPair]]:
+def bbc_split_rows(data_dir: str | None, val_fraction: float, test_fraction: float, split_seed: int) -> tuple[list[dict[str, str]], dict[str, list[int]]]:
+    """BBC News records (duplicates removed) and each split's record indices, stratified by category and seeded.
+
+    The one split of the corpus: summarization, news_topic and language_model all draw theirs
+    here, so with the same fractions and seed an article lands in the same split in every task.
+    """
     rows = bbc_records(data_dir)
     categories = sorted({r["category"] for r in rows})
-    labels = [categories.index(r["category"]) for r in rows]
     fractions = {"train": 1 - val_fraction - test_fraction, "val": val_fraction, "test": test_fraction}
-    parts = stratified_split(labels, fractions, split_seed)
+    return rows, stratified_split([categories.index(r["category"]) for r in rows], fractions, split_seed)
+
+
+def bbc_splits(data_dir: str | None, val_fraction: float, test_fraction: float, split_seed: int) -> dict[str, list[TextPair]]:
+    rows, parts = bbc_split_rows(data_dir, val_fraction, test_fraction, split_seed)
     return {split: [TextPair(bbc_body(rows[i]["article"]), unglue(rows[i]["summary"])) for i in idx] for split, idx in parts.items()}
 
 
