@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import torch
 from hydra.utils import instantiate
@@ -51,9 +52,9 @@ def config(name: str, small: bool) -> dict:
     return OmegaConf.to_container(OmegaConf.load(CONF / f"{name}.yaml")) | (SMALL.get(name, {}) if small else {})
 
 
-def build(name: str, length: int, small: bool = True) -> torch.nn.Module:
-    """The variant as a layer builds it."""
-    return instantiate(config(name, small))(n_heads=HEADS, head_dim=HEAD_DIM, max_len=length).eval()
+def build(name: str, length: int, small: bool = True, heads: int = HEADS, head_dim: int = HEAD_DIM, **settings: Any) -> torch.nn.Module:
+    """The variant as a layer builds it: its config's partial (``SMALL`` sizes where asked, then ``settings``) called with the layer's sizes."""
+    return instantiate(config(name, small) | settings)(n_heads=heads, head_dim=head_dim, max_len=length).eval()
 
 
 def key_pattern(core: torch.nn.Module, length: int, causal: bool = False, seed: int = 0) -> torch.Tensor:

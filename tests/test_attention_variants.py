@@ -17,6 +17,7 @@ from suite.attention.core import CACHE, CAUSAL
 from suite.attention.linear import elu_feature
 from suite.attention.reformer import SELF_SCORE
 from suite.models.seq2seq import build_seq2seq
+from suite.attention_patterns import build
 from suite.models.transformer import Decoder, Encoder
 from suite.run import execute
 from tests.conftest import CONF, compose_config, shrink
@@ -38,9 +39,8 @@ SMALL = {
 
 
 def make_core(name: str, max_len: int = L, **settings):
-    """The core as the layer builds it: the config's partial, called with the layer's sizes."""
-    cfg = OmegaConf.merge(OmegaConf.load(CONF / "model" / "attention" / f"{name}.yaml"), settings)
-    return instantiate(cfg)(n_heads=H, head_dim=D, max_len=max_len).eval()
+    """The core as the layer builds it, at this file's sizes (H heads of width D)."""
+    return build(name, max_len, small=False, heads=H, head_dim=D, **settings)
 
 
 def qkv(length: int = L):
