@@ -8,6 +8,7 @@ import torch
 from hydra.errors import InstantiationException
 
 from suite.generate import Sampling, generate
+from suite.jobs.generation_cost import state_bytes
 from tests.conftest import LM_VOCAB as V
 from tests.conftest import tiny_lm
 
@@ -50,10 +51,6 @@ def test_cached_and_uncached_generation_agree(spec):
     assert fast.shape == (3, 10) and torch.equal(fast, slow)
     sampled = [generate(net, prompt, 10, Sampling(top_k=5), generator=torch.Generator().manual_seed(1), cache=c) for c in (True, False)]
     assert torch.equal(*sampled)
-
-
-def state_bytes(state: dict[str, torch.Tensor]) -> int:
-    return sum(t.numel() * t.element_size() for t in state.values())
 
 
 def test_state_size_is_constant_for_recurrent_and_linear_bounded_for_local_growing_for_full():
