@@ -111,3 +111,41 @@ def test_every_method_config_builds_and_every_method_has_a_config():
     modules = [importlib.import_module(f"suite.compress.{p.stem}") for p in (CONF.parent / "suite" / "compress").glob("*.py") if p.stem != "__init__"]
     methods = {c for m in modules for _, c in inspect.getmembers(m, inspect.isclass) if issubclass(c, Method) and c is not Method}
     assert methods == built
+
+
+# --- a sequence-to-sequence model (Multi30k subset): quantized, scored by BLEU, its generation timed ------------------
+
+
+@pytest.fixture(scope="module")
+def translators(subset_data, tmp_path_factory):
+    """Checkpoints of a tiny translation Transformer and LSTM trained on the Multi30k subset (trainer=smoke), and their configs' overrides."""
+    from tests.conftest import TINY_TASK
+
+    root = tmp_path_factory.mktemp("translators")
+    out = {}
+    for model in ("transformer", "lstm"):
+        overrides = ["task=translation", f"model={model}", *TINY_TASK["translation"], f"data_dir={subset_data}"]
+        record = execute(shrink(compose_config(*overrides)), root / model)
+        assert record.status == "ok", record.error
+        out[model] = (overrides, root / model / "checkpoints" / "best.pt")
+    return out
+
+
+@pytest.mark.parametrize("model, method", [("transformer", "dynamic_int8"), ("transformer", "dynamic_int8_embedding"), ("transformer", "dynamic_int8_torchao"),
+                                           ("transformer", "bf16_weights"), ("lstm", "dynamic_int8"), ("lstm", "bf16_weights")])
+def test_a_translation_model_is_quantized_scored_and_its_generation_timed(translators, tmp_path, model, method):
+    overrides, checkpoint = translators[model]
+    record = execute(shrink(compose_config(*overrides, "job=compress", f"compress={method}", f"job.checkpoint={checkpoint}", *QUICK)), tmp_path)
+    assert record.status == "ok", record.error
+    c = record.compression
+    assert "bleu" in record.metrics and "bleu" in c["reference_metrics"] and c["primary_delta"] == pytest.approx(record.metrics["bleu"] - c["reference_metrics"]["bleu"])
+    assert c["generate_tokens_per_s"] > 0 and c["reference_generate_tokens_per_s"] > 0 and c["reference_bf16_autocast_generate_tokens_per_s"] > 0
+    assert c["generate_speedup"] == pytest.approx(c["generate_tokens_per_s"] / c["reference_generate_tokens_per_s"])
+    assert c["size_ratio"] > 1.2 and record.speed["generate_tokens_per_s"] == c["generate_tokens_per_s"]
+
+
+def test_onnx_refuses_a_translation_model_naming_what_it_cannot_export(translators, tmp_path):
+    overrides, checkpoint = translators["transformer"]
+    record = execute(shrink(compose_config(*overrides, "job=compress", "compress=onnx_fp32", f"job.checkpoint={checkpoint}", *QUICK)), tmp_path)
+    assert record.status == "failed" and "compress=onnx (precision fp32): a sequence-to-sequence model" in record.error, record.error
+    assert not (tmp_path / "compressed").exists()  # refused before any work

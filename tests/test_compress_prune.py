@@ -8,7 +8,7 @@ from suite.compress.prune import MagnitudePruning, pruned_sparsity
 from suite.compress.slicing import keep_heads, keep_neurons
 from suite.compress.structured import StructuredPruning, heads_to_keep, neurons_to_keep
 from suite.jobs.prepare import prepare
-from suite.models.transformer import Encoder
+from suite.models.transformer import DecoderLayer, Encoder
 from suite.train import limited
 from tests.conftest import compose_config, shrink
 
@@ -65,6 +65,19 @@ def test_removing_a_head_whose_output_projection_is_zero_leaves_outputs_equal():
     keep_neurons(encoder.layers[1].ff, torch.tensor([i for i in range(32) if i not in (3, 17)]))
     assert encoder.layers[1].ff.linear1.out_features == 30
     torch.testing.assert_close(encoder(x, pad), before)
+
+
+def test_removing_a_dead_cross_attention_head_leaves_the_decoder_layer_equal():
+    torch.manual_seed(0)
+    layer = DecoderLayer(16, 4, 32, dropout=0.0).eval()
+    with torch.no_grad():
+        layer.cross_attn.out_proj.weight[:, 4:8] = 0.0  # head 1 of the cross-attention contributes nothing
+    x, memory, pad = torch.randn(2, 5, 16), torch.randn(2, 7, 16), torch.zeros(2, 7, dtype=torch.bool)
+    pad[1, -3:] = True
+    before = layer(x, memory, pad)
+    keep_heads(layer.cross_attn, torch.tensor([0, 2, 3]))
+    assert layer.cross_attn.q_proj.weight.shape == (12, 16) and layer.cross_attn.kv_proj.weight.shape == (24, 16)
+    torch.testing.assert_close(layer(x, memory, pad), before)
 
 
 def test_a_head_that_contributes_nothing_has_zero_importance_and_goes_first():

@@ -83,12 +83,11 @@ def test_every_neural_model_config_has_a_decoder():
 
 
 def load_from_torch(ours: DecoderLayer, ref: nn.TransformerDecoderLayer) -> None:
-    """Copy torch's weights into ours (same fused in-projection layout)."""
+    """Copy torch's weights into ours: torch's fused in-projection layout, split by the cross-attention's load hook."""
     with torch.no_grad():
         for mine, theirs in ((ours.self_attn, ref.self_attn), (ours.cross_attn, ref.multihead_attn)):
-            mine.in_proj.weight.copy_(theirs.in_proj_weight)
-            mine.in_proj.bias.copy_(theirs.in_proj_bias)
-            mine.out_proj.load_state_dict(theirs.out_proj.state_dict())
+            mine.load_state_dict({"in_proj.weight": theirs.in_proj_weight, "in_proj.bias": theirs.in_proj_bias,
+                                  **{f"out_proj.{k}": v for k, v in theirs.out_proj.state_dict().items()}})
         ours.ff.linear1.load_state_dict(ref.linear1.state_dict())
         ours.ff.linear2.load_state_dict(ref.linear2.state_dict())
         for block, norm in ((ours.self_block, ref.norm1), (ours.cross_block, ref.norm2), (ours.ff_block, ref.norm3)):

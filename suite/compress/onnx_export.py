@@ -17,6 +17,7 @@ from torch import Tensor, nn
 
 from suite.compress.method import Context, Method
 from suite.models.rnn import RecurrentEncoder
+from suite.models.seq2seq import Seq2Seq
 from suite.types import Batch
 
 PRECISIONS = ("fp32", "int8")
@@ -107,6 +108,10 @@ class OnnxRuntime(Method):
         if any(isinstance(m, RecurrentEncoder) for m in model.modules()):
             raise ValueError(f"compress=onnx (precision {self.precision}): the recurrent backbone runs packed sequences "
                              "(pack_padded_sequence), which torch's ONNX export cannot express; export applies to the attention models")
+        if isinstance(model, Seq2Seq):
+            raise ValueError(f"compress=onnx (precision {self.precision}): a sequence-to-sequence model's output comes from a search "
+                             "that runs the decoder step by step with a cache; this export covers one-pass models (classifiers), not "
+                             "an encoder plus a decoder step: use compress=dynamic_int8 for translation")
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:
         if context.device.type != "cpu":

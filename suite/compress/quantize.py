@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -78,15 +78,17 @@ class DynamicInt8(Method):
         return {"method": self.name, "backend": self.backend, "layers": self.layers}
 
 
-class CastInputs(nn.Module):
-    """Runs ``model`` (whose weights are in ``dtype``) on float inputs cast to ``dtype``; integer inputs (token ids) pass as they are."""
+def cast_float_inputs(dtype: torch.dtype) -> Callable[[nn.Module, tuple[Any, ...]], tuple[Any, ...]]:
+    """A forward pre-hook casting a module's floating-point tensor arguments to ``dtype``; token ids (integers) and the rest pass as they are.
 
-    def __init__(self, model: nn.Module, dtype: torch.dtype) -> None:
-        super().__init__()
-        self.model, self.dtype = model, dtype
+    A hook rather than a wrapper module: the model keeps its own type and methods, so a search
+    that calls a sequence-to-sequence model's ``encode`` and ``decode`` still finds them.
+    """
 
-    def forward(self, inputs: Tensor, *args: Any, **kwargs: Any) -> Any:
-        return self.model(inputs.to(self.dtype) if inputs.is_floating_point() else inputs, *args, **kwargs)
+    def hook(module: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(a.to(dtype) if isinstance(a, Tensor) and a.is_floating_point() else a for a in args)
+
+    return hook
 
 
 class Bf16Weights(Method):
@@ -95,4 +97,6 @@ class Bf16Weights(Method):
     name = "bf16_weights"
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:
-        return CastInputs(copy.deepcopy(model).to(torch.bfloat16).eval(), torch.bfloat16)
+        halved = copy.deepcopy(model).to(torch.bfloat16).eval()
+        halved.register_forward_pre_hook(cast_float_inputs(torch.bfloat16))
+        return halved

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from suite.models.rnn import RecurrentEncoder
-from suite.models.transformer import FeedForward, MultiHeadAttention
+from suite.models.transformer import CrossAttention, FeedForward, MultiHeadAttention
 
 
 def keep_outputs(linear: nn.Linear, index: Tensor) -> nn.Linear:
@@ -39,12 +39,16 @@ def head_features(heads: Tensor, head_dim: int) -> Tensor:
 
 
 def keep_heads(attention: MultiHeadAttention, heads: Tensor) -> None:
-    """Keep only ``heads`` (sorted indices) of a self-attention layer: its fused in-projection loses their q, k, v rows, its out-projection their columns."""
+    """Keep only ``heads`` (sorted indices) of an attention layer: its in-projections lose their q, k, v rows, its out-projection their columns."""
     width = attention.out_proj.in_features
     head_dim = width // attention.n_heads
     features = head_features(heads.sort().values, head_dim)
-    rows = torch.cat([features, features + width, features + 2 * width])  # q, k, v blocks of the fused projection
-    attention.in_proj = keep_outputs(attention.in_proj, rows)
+    if isinstance(attention, CrossAttention):
+        attention.q_proj = keep_outputs(attention.q_proj, features)
+        attention.kv_proj = keep_outputs(attention.kv_proj, torch.cat([features, features + width]))  # k, v blocks
+    else:
+        rows = torch.cat([features, features + width, features + 2 * width])  # q, k, v blocks of the fused projection
+        attention.in_proj = keep_outputs(attention.in_proj, rows)
     attention.out_proj = keep_inputs(attention.out_proj, features)
     attention.n_heads = len(heads)
 

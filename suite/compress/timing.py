@@ -14,7 +14,7 @@ from torch import nn
 from suite import numerics
 from suite.jobs.speed import head
 from suite.measure import time_calls
-from suite.types import Batch, inference
+from suite.types import Batch, Generates, inference
 
 Variant = tuple[nn.Module, str]  # a model and the autocast its passes run under ('fp32' or 'bf16')
 
@@ -29,19 +29,34 @@ def inferring(task: Any, model: nn.Module, batch: Batch, precision: str, device:
     return call
 
 
+def generating(task: Generates, model: nn.Module, batch: Batch, precision: str, device: torch.device) -> Callable[[], list[list[int]]]:
+    """One greedy generation (with the cache) for the batch, without gradients, under ``precision`` autocast."""
+
+    def call() -> list[list[int]]:
+        with torch.inference_mode(), numerics.autocast(precision, device):
+            return task.generate(model, batch, cache=True)
+
+    return call
+
+
 def compare_speed(task: Any, variants: dict[str, Variant], batch: Batch, device: torch.device, warmup: int, repeats: int, min_time_s: float) -> dict[str, dict[str, float]]:
-    """Per variant: latency at batch 1 (ms), time per batch (ms) and items per second at the batch's size, all timed interleaved.
+    """Per variant: latency at batch 1 (ms), time per batch (ms) and items per second at the batch's size, all timed interleaved;
+    where the task writes sequences (``Generates``: translation), also the batch's greedy generation (ms, tokens/s), what a user of it waits for.
 
     Args:
         variants: name -> (model, precision); every model in eval mode.
         batch: on ``device``; its first example is the latency input.
     """
     one = head(batch, 1)
-    calls = {}
+    calls: dict[str, Callable[[], object]] = {}
+    generated: dict[str, int] = {}
     for name, (model, precision) in variants.items():
         model.eval()
         calls[f"{name}/batch"] = inferring(task, model, batch, precision, device)
         calls[f"{name}/one"] = inferring(task, model, one, precision, device)
+        if isinstance(task, Generates):
+            calls[f"{name}/generate"] = generating(task, model, batch, precision, device)
+            generated[name] = sum(len(ids) for ids in calls[f"{name}/generate"]())
     times = time_calls(calls, device, warmup=warmup, repeats=repeats, min_seconds=min_time_s)
     out = {}
     for name in variants:
@@ -54,6 +69,8 @@ def compare_speed(task: Any, variants: dict[str, Variant], batch: Batch, device:
             "throughput_items_per_s": batch.n_items / full.median,
             "throughput_tokens_per_s": batch.n_tokens / full.median,
         }
+        if name in generated:
+            out[name] |= {"generate_ms": times[f"{name}/generate"].median * 1e3, "generate_tokens_per_s": generated[name] / times[f"{name}/generate"].median}
     return out
 
 

@@ -69,6 +69,8 @@ def ratios(f: dict[str, float]) -> dict[str, float]:
     """How many times smaller and faster the compressed model is than the reference (above 1: better), from the figures of both."""
     out = {"size_ratio": f["reference_bytes"] / f["bytes"], "latency_speedup": f["reference_latency_ms"] / f["latency_ms"],
            "throughput_speedup": f["throughput_items_per_s"] / f["reference_throughput_items_per_s"]}
+    if "generate_tokens_per_s" in f:  # a task that writes sequences: its greedy generation too
+        out["generate_speedup"] = f["generate_tokens_per_s"] / f["reference_generate_tokens_per_s"]
     if f.get("linear_layers") == f["reference_linear_layers"]:  # the same layers (an LSTM student's are not the teacher's)
         out["linear_size_ratio"] = f["reference_linear_bytes"] / f["linear_bytes"]
     return out
@@ -135,6 +137,6 @@ def compress_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: 
     log.info("%s: %s %.4g (reference %.4g), %.2fx smaller, %.2fx throughput, %.2fx latency", method.name, primary, test[primary],
              reference_test[primary], figures["size_ratio"], figures["throughput_speedup"], figures["latency_speedup"])
     return dict(**prepared.ok_fields() | {"params": int(figures["weights"])}, metrics={**test, **{f"val_{k}": v for k, v in val.items()}},
-                speed={k: figures[k] for k in ("latency_ms", "throughput_items_per_s", "throughput_tokens_per_s")},
+                speed={k: figures[k] for k in ("latency_ms", "throughput_items_per_s", "throughput_tokens_per_s", "generate_tokens_per_s") if k in figures},
                 steps=fit.get("fine_tune_steps", 0), train_seconds=fit.get("fine_tune_seconds", 0.0), stop_reason=fit.get("fine_tune_stop_reason", "compressed"),
                 precision="fp32", compression=compression)

@@ -35,9 +35,13 @@ class MultiHeadAttention(nn.Module):
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.n_heads = n_heads
-        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.projections(d_model, bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.core = attention(n_heads=n_heads, head_dim=d_model // n_heads, max_len=max_len)
+
+    def projections(self, d_model: int, bias: bool) -> None:
+        """The in-projection: one fused (D -> 3D) Linear for queries, keys and values."""
+        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
 
     def split(self, x: Tensor) -> Tensor:
         """(B, L, D) -> (B, H, L, D/H)."""
@@ -45,11 +49,11 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, l, self.n_heads, d // self.n_heads).transpose(1, 2)
 
     def project(self, x: Tensor, memory: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
-        """Per-head (B, H, L, Dh) queries from x; keys and values from memory (cross-attention) or x (self-attention)."""
-        if memory is None:
-            q, k, v = self.in_proj(x).chunk(3, dim=-1)
-            return self.split(q), self.split(k), self.split(v)
-        return (self.query(x), *self.memory_kv(memory))
+        """Per-head (B, H, L, Dh) queries, keys and values of x (self-attention; ``CrossAttention`` reads a memory)."""
+        if memory is not None:
+            raise ValueError("self-attention takes no memory: the decoder's cross-attention is a CrossAttention")
+        q, k, v = self.in_proj(x).chunk(3, dim=-1)
+        return self.split(q), self.split(k), self.split(v)
 
     def forward(self, x: Tensor, pad_mask: Tensor | None = None, memory: Tensor | None = None, causal: bool = False) -> Tensor:
         """x (B, Lq, D), pad_mask over keys (B, Lk), memory (B, Lk, D) | None -> (B, Lq, D)."""
@@ -71,18 +75,47 @@ class MultiHeadAttention(nn.Module):
         out, state = self.core.decode_step(q, k, v, state)
         return self.merge(out), state
 
+
+
+class CrossAttention(MultiHeadAttention):
+    """Attention of queries x to a memory (a decoder's cross-attention): queries from x, keys and values from the memory.
+
+    Its in-projection is two Linear layers, ``q_proj`` (D -> D) and ``kv_proj`` (D -> 2D), not
+    slices of one fused weight, so a quantized or pruned copy (whose weight is packed, not a
+    tensor to slice) projects them as any Linear. A state dict in torch's fused layout
+    (``in_proj.weight`` and ``in_proj.bias``: q, k, v rows) loads too, split on the way in.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, attention: AttentionFactory = FullAttention, bias: bool = True, max_len: int | None = None) -> None:
+        super().__init__(d_model, n_heads, attention, bias, max_len)
+        self.register_load_state_dict_pre_hook(split_fused_projection)
+
+    def projections(self, d_model: int, bias: bool) -> None:
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.kv_proj = nn.Linear(d_model, 2 * d_model, bias=bias)
+
+    def project(self, x: Tensor, memory: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+        if memory is None:
+            raise ValueError("cross-attention needs a memory to attend to")
+        return (self.query(x), *self.memory_kv(memory))
+
     def memory_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
-        """Cross-attention keys and values of memory (B, Lk, D) -> (B, H, Lk, Dh) each; computed once per generation."""
-        d = memory.size(-1)
-        b = None if self.in_proj.bias is None else self.in_proj.bias[d:]
-        k, v = F.linear(memory, self.in_proj.weight[d:], b).chunk(2, dim=-1)
+        """Keys and values of memory (B, Lk, D) -> (B, H, Lk, Dh) each; computed once per generation."""
+        k, v = self.kv_proj(memory).chunk(2, dim=-1)
         return self.split(k), self.split(v)
 
     def query(self, x: Tensor) -> Tensor:
         """Queries only: (B, Lq, D) -> (B, H, Lq, Dh)."""
-        d = x.size(-1)
-        b = None if self.in_proj.bias is None else self.in_proj.bias[:d]
-        return self.split(F.linear(x, self.in_proj.weight[:d], b))
+        return self.split(self.q_proj(x))
+
+
+def split_fused_projection(module: nn.Module, state_dict: dict[str, Tensor], prefix: str, *_: object) -> None:
+    """Load-state-dict pre-hook: torch's fused ``in_proj`` (q, k, v rows) becomes ``q_proj`` and ``kv_proj``."""
+    for kind in ("weight", "bias"):
+        fused = state_dict.pop(f"{prefix}in_proj.{kind}", None)
+        if fused is not None:
+            d = fused.size(0) // 3
+            state_dict[f"{prefix}q_proj.{kind}"], state_dict[f"{prefix}kv_proj.{kind}"] = fused[:d], fused[d:]
 
 
 class FeedForward(nn.Module):
@@ -239,7 +272,7 @@ class DecoderLayer(nn.Module):
     ) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, attention, max_len=max_len)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, attention, max_len=max_len)
+        self.cross_attn = CrossAttention(d_model, n_heads, attention, max_len=max_len)
         require(self.self_attn.core, {CAUSAL, CACHE}, "decoder's self-attention")
         require(self.cross_attn.core, {CROSS, PADDING}, "decoder's cross-attention")
         self.ff = FeedForward(d_model, d_ff, activation, dropout)
