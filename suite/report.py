@@ -236,6 +236,8 @@ def compression_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
             f"items/s (batch {round(c['throughput_items_per_s'] * c['batch_ms'] / 1e3)})": fmt.rate(c["throughput_items_per_s"]),
             "throughput speed-up": ratio("throughput_speedup"),
             "bf16 autocast (uncompressed)": f"{bf16 / c['reference_throughput_items_per_s']:.2f}x" if bf16 else "",
+            "generate tok/s": fmt.rate(c["generate_tokens_per_s"]) if "generate_tokens_per_s" in c else "",
+            "generate speed-up": ratio("generate_speedup"),
             "fine-tune steps": str(c.get("fine_tune_steps", "")), "threads": str(c.get("threads", "")),
         })
     return drop_empty_columns(rows, keep=("task", "model", "method"))

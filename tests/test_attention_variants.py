@@ -247,6 +247,27 @@ def test_performer_error_against_softmax_falls_as_features_grow():
     assert errors[-1] < 0.02
 
 
+def test_favor_features_are_the_explicit_formula_up_to_the_stabiliser_and_zero_where_padded():
+    from suite.attention.performer import favor_features, orthogonal_features
+
+    torch.manual_seed(0)
+    w, x = orthogonal_features(64, D), torch.randn(B, H, 12, D, requires_grad=True)
+    pad = padding(12)
+    scaled = x * D**-0.25
+    explicit = torch.exp(scaled @ w.t() - scaled.pow(2).sum(-1, keepdim=True) / 2) / 64**0.5  # phi(x), no stabiliser
+    keys, queries = favor_features(x, w, False, pad), favor_features(x, w, True)
+    real = ~pad[:, None, :, None].expand_as(keys)
+    for b in range(B):  # keys: one factor per head (it cancels in numerator and normaliser); queries: one per row
+        for h in range(H):
+            ratio = (keys[b, h] / explicit[b, h])[real[b, h]]
+            torch.testing.assert_close(ratio, ratio[0].expand_as(ratio), rtol=1e-4, atol=0)
+    ratio = queries / explicit
+    torch.testing.assert_close(ratio, ratio[..., :1].expand_as(ratio), rtol=1e-4, atol=0)
+    assert keys.detach().amax() <= 1 / 64**0.5 + 1e-6 and (keys[~real] == 0).all()  # stabilised; padded keys give nothing
+    (grad,) = torch.autograd.grad(keys.sum() + queries.sum(), x)
+    assert torch.isfinite(grad).all() and (grad[pad[:, None, :, None].expand_as(grad)] != 0).any()  # padded rows still get the queries' gradient
+
+
 def test_performer_redraws_features_on_its_schedule():
     never, every = make_core("performer", redraw_every=0).train(), make_core("performer", redraw_every=2).train()
     q, k, v = qkv()

@@ -44,6 +44,7 @@ def test_dynamic_int8_is_recorded_beside_the_uncompressed_model(trained, tmp_pat
     for key in ("latency_ms", "throughput_items_per_s"):  # the same figures for both, and under bf16 autocast for the uncompressed one
         assert c[key] > 0 and c[f"reference_{key}"] > 0 and c[f"reference_bf16_autocast_{key}"] > 0
     assert c["throughput_speedup"] == pytest.approx(c["throughput_items_per_s"] / c["reference_throughput_items_per_s"])
+    assert 0 <= c["others_cpu_share"] <= 1 and "reference_others_cpu_share" not in c  # how quiet the machine was, once
     assert c["latency_speedup"] == pytest.approx(c["reference_latency_ms"] / c["latency_ms"])
     assert 0 <= record.metrics["accuracy"] <= 1 and "val_accuracy" in record.metrics and "accuracy" in c["reference_metrics"]
     assert c["primary_delta"] == pytest.approx(record.metrics["accuracy"] - c["reference_metrics"]["accuracy"])

@@ -33,6 +33,14 @@ def test_one_row_per_compressed_model_with_ratios_to_its_uncompressed_weights():
     assert int8["compressed"] == "0.800" and int8["uncompressed"] == "0.810" and int8["delta"] == "-0.010"
     assert int8["smaller"] == "4.00x" and int8["throughput speed-up"] == "2.00x" and int8["bf16 autocast (uncompressed)"] == "1.30x"
     assert int8["items/s (batch 32)"] == "2k"
+    assert "generate speed-up" not in int8  # no generation timed for a classifier: the column is dropped
+
+
+def test_a_generating_task_shows_its_generation_speed_up():
+    record = compressed("transformer", {"method": "dynamic_int8", "backend": "torch"}, 0.80, 1.0, 1e6)
+    record.compression |= {"generate_tokens_per_s": 15000.0, "reference_generate_tokens_per_s": 9000.0, "generate_speedup": 15000.0 / 9000.0}
+    row = next(r for r in compression_rows([record, *RECORDS]) if r["method"] == "dynamic_int8 torch" and r["generate speed-up"])
+    assert row["generate tok/s"] == "15k" and row["generate speed-up"] == "1.67x"
 
 
 def test_frontier_figures_are_drawn_and_the_report_shows_the_section(tmp_path):

@@ -5,7 +5,7 @@
 Non-causal: the sums over keys are computed once, O(L * F * Dv). Causal: prefix sums, taken
 chunk by chunk (states between chunks, the masked explicit form inside a chunk), so memory is
 O(L * (c + Dv) + L/c * F * Dv), never L x L. As a recurrence ("Transformer as an RNN") the state
-(S = sum phi(k) v^T, z = sum phi(k)) has a constant size: ``step`` decodes one position with it.
+(S = sum phi(k) v^T and z = sum phi(k), kept side by side) has a constant size: ``step`` decodes one position with it.
 No attention weights exist, so there is no attention dropout.
 """
 from __future__ import annotations
@@ -23,37 +23,49 @@ def safe_divide(num: Tensor, den: Tensor) -> Tensor:
     return num / den.masked_fill(den == 0, 1.0)
 
 
-def causal_sums(fq: Tensor, fk: Tensor, v: Tensor, chunk: int) -> tuple[Tensor, Tensor]:
-    """Causal numerator (B, H, L, Dv) and denominator (B, H, L, 1) from features (B, H, L, F), values (B, H, L, Dv)."""
+def with_ones(v: Tensor, pad_mask: Tensor | None = None) -> Tensor:
+    """Values (B, H, L, Dv) with a column of ones appended, (B, H, L, Dv + 1); padded keys' rows all zero.
+
+    One product with the features then gives numerator (sum phi(k) v^T) and normaliser
+    (sum phi(k)) together, each feature tensor read once instead of twice, and a padded key,
+    whose row is zero, counts in neither.
+    """
+    out = F.pad(v, (0, 1), value=1.0)
+    return out if pad_mask is None else out.masked_fill(pad_mask[:, None, :, None], 0.0)
+
+
+def divided(sums: Tensor) -> Tensor:
+    """Numerator and normaliser side by side (..., Dv + 1) -> their quotient (..., Dv)."""
+    return safe_divide(sums[..., :-1], sums[..., -1:])
+
+
+def causal_sums(fq: Tensor, fk: Tensor, v1: Tensor, chunk: int) -> Tensor:
+    """Causal sums (B, H, L, Dv + 1) from features (B, H, L, F) and values with ones (``with_ones``, (B, H, L, Dv + 1)).
+
+    Position i gets sum over j <= i of (phi(q_i) . phi(k_j)) [v_j, 1]: numerator and normaliser.
+    """
     length = fq.size(2)
     c = min(chunk, length)
     extra = -length % c
-    fq, fk, v = (F.pad(x, (0, 0, 0, extra)).unflatten(2, (-1, c)) for x in (fq, fk, v))  # (B, H, n, c, .)
-    kv = fk.transpose(-2, -1) @ v  # (B, H, n, F, Dv): each chunk's sum of phi(k) v^T
-    before = F.pad(kv.cumsum(2)[:, :, :-1], (0, 0, 0, 0, 1, 0))  # (B, H, n, F, Dv): sums over earlier chunks
-    z = F.pad(fk.sum(3).cumsum(2)[:, :, :-1], (0, 0, 1, 0))  # (B, H, n, F)
+    fq, fk, v1 = (F.pad(x, (0, 0, 0, extra)).unflatten(2, (-1, c)) for x in (fq, fk, v1))  # (B, H, n, c, .)
+    kv = fk.transpose(-2, -1) @ v1  # (B, H, n, F, Dv + 1): each chunk's sum of phi(k) [v, 1]^T
+    before = F.pad(kv.cumsum(2)[:, :, :-1], (0, 0, 0, 0, 1, 0))  # (B, H, n, F, Dv + 1): sums over earlier chunks
     inside = (fq @ fk.transpose(-2, -1)).tril()  # (B, H, n, c, c): the masked explicit form within a chunk
-    num = fq @ before + inside @ v  # (B, H, n, c, Dv)
-    den = fq @ z.unsqueeze(-1) + inside.sum(-1, keepdim=True)  # (B, H, n, c, 1)
-    return num.flatten(2, 3)[:, :, :length], den.flatten(2, 3)[:, :, :length]
+    return (fq @ before + inside @ v1).flatten(2, 3)[:, :, :length]
 
 
 def kernel_attention(fq: Tensor, fk: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False, chunk: int = 64) -> Tensor:
-    """Kernelised attention from non-negative features fq (B, H, Lq, F), fk (B, H, Lk, F) and v (B, H, Lk, Dv).
+    """Kernelised attention from non-negative, finite features fq (B, H, Lq, F), fk (B, H, Lk, F) and v (B, H, Lk, Dv).
 
-    Padded keys are removed from numerator and denominator alike. Causal queries are the last
-    Lq of the Lk positions (as with a cache). Returns (B, H, Lq, Dv).
+    Padded keys are removed from numerator and denominator alike (their value rows, ones
+    column included, are zeroed). Causal queries are the last Lq of the Lk positions (as with a
+    cache). Returns (B, H, Lq, Dv).
     """
-    if pad_mask is not None:
-        pad = pad_mask[:, None, :, None]  # (B, 1, Lk, 1)
-        fk, v = fk.masked_fill(pad, 0.0), v.masked_fill(pad, 0.0)
+    v1 = with_ones(v, pad_mask)
     if not causal:
-        num = fq @ (fk.transpose(-2, -1) @ v)  # (B, H, Lq, Dv) through the (F, Dv) sums
-        den = fq @ fk.sum(2).unsqueeze(-1)  # (B, H, Lq, 1)
-        return safe_divide(num, den)
+        return divided(fq @ (fk.transpose(-2, -1) @ v1))  # through the (F, Dv + 1) sums
     lq, lk = fq.size(2), fk.size(2)
-    num, den = causal_sums(F.pad(fq, (0, 0, lk - lq, 0)), fk, v, chunk)  # queries aligned to the end
-    return safe_divide(num, den)[:, :, lk - lq :]
+    return divided(causal_sums(F.pad(fq, (0, 0, lk - lq, 0)), fk, v1, chunk))[:, :, lk - lq :]  # queries aligned to the end
 
 
 def elu_feature(x: Tensor) -> Tensor:
@@ -81,15 +93,15 @@ class LinearAttention(AttentionCore):
         return kernel_attention(elu_feature(q), elu_feature(k), v, pad_mask, causal, self.chunk)
 
     def decode_step(self, q: Tensor, k: Tensor, v: Tensor, state: State) -> tuple[Tensor, State]:
-        """New positions q, k, v (B, H, t, Dh) after the state {'s': S, 'z': z} ({} at the start) -> ((B, H, t, Dh), the state after them).
+        """New positions q, k, v (B, H, t, Dh) after the state {'s': [S, z]} ({} at the start) -> ((B, H, t, Dh), the state after them).
 
-        The new positions see each other causally (prefix sums) and everything before through
-        the state, whose size does not depend on how many positions it has read.
+        S = sum phi(k) v^T and z = sum phi(k) are kept side by side, (B, H, F, Dh + 1). The new
+        positions see each other causally (prefix sums) and everything before through the state,
+        whose size does not depend on how many positions it has read.
         """
-        fq, fk = elu_feature(q), elu_feature(k)
-        num, den = causal_sums(fq, fk, v, self.chunk)  # among the new positions
-        s, z = fk.transpose(-2, -1) @ v, fk.sum(2)  # (B, H, F, Dv), (B, H, F)
+        fq, fk, v1 = elu_feature(q), elu_feature(k), with_ones(v)
+        sums = causal_sums(fq, fk, v1, self.chunk)  # among the new positions
+        s = fk.transpose(-2, -1) @ v1  # (B, H, F, Dv + 1)
         if state:
-            num, den = num + fq @ state["s"], den + fq @ state["z"].unsqueeze(-1)
-            s, z = s + state["s"], z + state["z"]
-        return safe_divide(num, den), {"s": s, "z": z}
+            sums, s = sums + fq @ state["s"], s + state["s"]
+        return divided(sums), {"s": s}

@@ -27,19 +27,28 @@ def orthogonal_features(m: int, d: int, generator: torch.Generator | None = None
 
 
 def favor_features(x: Tensor, w: Tensor, is_query: bool, pad_mask: Tensor | None = None) -> Tensor:
-    """Positive features (B, H, L, m) of x (B, H, L, Dh) for directions w (m, Dh).
+    """Positive features (B, H, L, m) of x (B, H, L, Dh) for directions w (m, Dh); padded keys get zeros.
 
     A stabiliser is subtracted in the exponent (per row for queries, one per head for keys, padded
     keys left out); it cancels between numerator and normaliser and is kept out of the gradient.
+    Everything subtracted (|x'|^2 / 2, the stabiliser, log sqrt(m) for the 1 / sqrt(m) factor) is
+    one (B, H, L, 1) offset, so the (B, H, L, m) features, m times the width of x and out of cache
+    at long lengths, are passed over by one subtraction and one exp, not five elementwise passes.
     """
     x = x * x.size(-1) ** -0.25
-    logits = x @ w.t() - x.pow(2).sum(-1, keepdim=True) / 2  # (B, H, L, m)
-    if pad_mask is not None:
-        logits = logits.masked_fill(pad_mask[:, None, :, None], float("-inf"))  # padded keys: zero features
-    dims = (-1,) if is_query else (-2, -1)
-    stab = logits.detach().amax(dim=dims, keepdim=True)
-    stab = torch.where(torch.isfinite(stab), stab, torch.zeros_like(stab))
-    return torch.exp(logits - stab) / math.sqrt(w.size(0))
+    projected = x @ w.t()  # (B, H, L, m)
+    half_norm = x.pow(2).sum(-1, keepdim=True) / 2  # (B, H, L, 1)
+    row_max = projected.detach().amax(-1, keepdim=True) - half_norm.detach()  # each row's largest exponent
+    padded = None if pad_mask is None else pad_mask[:, None, :, None]  # (B, 1, L, 1)
+    if is_query:
+        stab = row_max
+    else:
+        real = row_max if padded is None else row_max.masked_fill(padded, float("-inf"))
+        stab = real.amax(dim=-2, keepdim=True)  # (B, H, 1, 1)
+        stab = torch.where(torch.isfinite(stab), stab, torch.zeros_like(stab))
+    if padded is not None:
+        stab = stab.masked_fill(padded, float("inf"))  # exp(-inf) = 0: padded rows' features, with zero gradient
+    return torch.exp(projected - (half_norm + stab + 0.5 * math.log(w.size(0))))
 
 
 class PerformerAttention(AttentionCore):

@@ -69,6 +69,8 @@ def compare_speed(task: Any, variants: dict[str, Variant], batch: Batch, device:
             "throughput_items_per_s": batch.n_items / full.median,
             "throughput_tokens_per_s": batch.n_tokens / full.median,
         }
+        if full.others_cpu_share is not None:  # how quiet the machine was (one figure for all: the rounds interleave)
+            out[name]["others_cpu_share"] = full.others_cpu_share
         if name in generated:
             out[name] |= {"generate_ms": times[f"{name}/generate"].median * 1e3, "generate_tokens_per_s": generated[name] / times[f"{name}/generate"].median}
     return out
