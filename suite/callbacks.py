@@ -61,7 +61,7 @@ class BestCheckpoint(Callback):
 
     def on_validation_end(self, state: FitState) -> None:
         score = state.val[state.primary]
-        state.improved = score > self.score
+        state.improved = state.best_eligible and score > self.score
         if state.improved:
             self.score, self.val, self.epoch = score, state.val, state.epoch
             self.weights = copy.deepcopy(state.model.state_dict())
@@ -86,6 +86,8 @@ class EarlyStopping(Callback):
         self.patience, self.bad_epochs = patience, 0
 
     def on_validation_end(self, state: FitState) -> None:
+        if not state.best_eligible:  # epochs that could not be the best (a schedule still running) do not count against patience
+            return
         self.bad_epochs = 0 if state.improved else self.bad_epochs + 1
         if self.patience and self.bad_epochs >= self.patience and state.stop_reason is None:
             state.stop_reason = "early_stopping"

@@ -242,7 +242,7 @@ def method_label(r: ResultRecord) -> str:
     detail = {
         "dynamic_int8": lambda: c.get("backend", "") + (" + embedding" if "embedding" in c.get("layers", []) else ""),
         "onnx": lambda: f"runtime {c.get('precision', '')}",
-        "magnitude_pruning": lambda: f"{c.get('target_sparsity', 0):.0%}",
+        "magnitude_pruning": lambda: f"{c.get('target_sparsity', 0):.0%}" + (" gradual" if c.get("schedule") == "gradual" else ""),
         "structured_pruning": lambda: " ".join(f"{name} -{c[key]:.0%}" for name, key in (("heads", "heads_removed"), ("ffn", "neurons_removed")) if c.get(key)),
         "distillation": lambda: f"-> {c.get('student', '?')} (mix {c.get('mix', '?'):g}, T {c.get('temperature', '?'):g})",
     }.get(c.get("method", ""), lambda: "")()

@@ -75,6 +75,7 @@ class FitState:
     loss: Tensor | None = None
     val: dict[str, float] = field(default_factory=dict)
     improved: bool = False
+    best_eligible: bool = True  # a callback may rule this epoch's weights out as the best (a pruning schedule short of its target)
     stop_reason: str | None = None
     requested_total: int | None = None
     clock: float | None = None  # perf_counter at the start of the running epoch

@@ -26,6 +26,11 @@ def test_methods_are_named_by_what_sets_them_apart():
     assert [method_label(r) for r in RECORDS] == ["dynamic_int8 torch", "magnitude_pruning 80%", "distillation -> lstm (mix 0.5, T 2)", "structured_pruning heads -50%"]
 
 
+def test_a_gradual_schedule_is_named_in_the_label():
+    record = compressed("transformer", {"method": "magnitude_pruning", "target_sparsity": 0.9, "schedule": "gradual"}, 0.8, 1.0, 1e6)
+    assert method_label(record) == "magnitude_pruning 90% gradual"
+
+
 def test_one_row_per_compressed_model_with_ratios_to_its_uncompressed_weights():
     rows = compression_rows(RECORDS)
     assert len(rows) == 4
