@@ -48,3 +48,18 @@ def test_the_default_initialisation_is_torchs_own():
     xavier = model("model/init=xavier").backbone.layers[0].ff.linear1.weight
     bound = math.sqrt(6 / sum(xavier.shape))
     assert xavier.abs().max() <= bound and xavier.abs().max() > 0.9 * bound
+
+
+def test_xavier_draws_the_cross_attention_projections_as_torch_draws_its_fused_in_projection():
+    from suite.models.init import xavier
+    from suite.models.transformer import Decoder
+
+    d = 64
+    decoder = Decoder(d, n_layers=1, n_heads=4, d_ff=128)
+    torch.manual_seed(0)
+    xavier(decoder)
+    cross = decoder.layers[0].cross_attn
+    bound = math.sqrt(6 / (d + 3 * d))  # xavier-uniform of one (3D, D) matrix, as torch.nn.Transformer's in_proj_weight
+    for linear in (cross.q_proj, cross.kv_proj):
+        assert linear.weight.abs().max() <= bound and linear.weight.abs().max() > 0.95 * bound and (linear.bias == 0).all()
+    assert decoder.layers[0].ff.linear1.weight.abs().max() > bound  # the others as they are: (128, 64) has the wider range

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import torch
 from torch import nn
 
 RESIDUAL_PROJECTIONS = ("out_proj", "linear2")
@@ -31,10 +32,26 @@ def gpt2(stack: nn.Module, std: float = 0.02) -> None:
 
 
 def xavier(stack: nn.Module) -> None:
-    """Xavier-uniform weights and zero biases for every Linear in ``stack``."""
+    """Xavier-uniform weights and zero biases for every Linear in ``stack``.
+
+    A cross-attention's query and key/value projections are drawn as one fused (3D, D) matrix and
+    split, as ``torch.nn.Transformer`` draws its ``in_proj_weight``: drawn apart, their smaller
+    fan-out would give them a wider range than torch's.
+    """
+    from suite.models.transformer import CrossAttention  # here: the stacks import this module
+
+    split = set()
+    for module in stack.modules():
+        if isinstance(module, CrossAttention):
+            fused = nn.init.xavier_uniform_(torch.empty(module.q_proj.out_features + module.kv_proj.out_features, module.q_proj.in_features))
+            with torch.no_grad():
+                module.q_proj.weight.copy_(fused[: module.q_proj.out_features])
+                module.kv_proj.weight.copy_(fused[module.q_proj.out_features :])
+            split |= {module.q_proj, module.kv_proj}
     for module in stack.modules():
         if isinstance(module, nn.Linear):
-            nn.init.xavier_uniform_(module.weight)
+            if module not in split:
+                nn.init.xavier_uniform_(module.weight)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
 

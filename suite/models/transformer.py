@@ -1,8 +1,9 @@
 """The shared Transformer core: multi-head attention, feed-forward, encoder and decoder layers and stacks.
 
-Weights are laid out as in ``torch.nn.MultiheadAttention`` (one fused in-projection), so a
-layer can be loaded from ``torch.nn.TransformerEncoderLayer`` or torchvision's ViT and
-compared number for number.
+Self-attention weights are laid out as in ``torch.nn.MultiheadAttention`` (one fused
+in-projection), so a layer can be loaded from ``torch.nn.TransformerEncoderLayer`` or
+torchvision's ViT and compared number for number; the decoder's cross-attention keeps its query
+and key/value projections apart (``CrossAttention``) and loads torch's fused layout by splitting it.
 """
 from __future__ import annotations
 
