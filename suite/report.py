@@ -18,6 +18,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from suite import formatting as fmt
 from suite.datadir import PROJECT_ROOT
@@ -200,7 +201,9 @@ def speed_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     runs = [r for r in records if is_speed(r)]
     rows = []
     order = model_order(runs)
-    for r in sorted(runs, key=lambda r: (r.task, order(r.model), model_size(r), r.attention or "", r.precision or "", r.seq_len or 0)):
+    point = lambda r: (r.task, order(r.model), model_size(r), r.attention or "", r.precision or "", r.seq_len or 0)  # noqa: E731
+    label = point_labels(runs, point)
+    for r in sorted(runs, key=lambda r: (*point(r), label[id(r)])):
         s = r.speed
         get = lambda key, show=fmt.rate, scale=1.0: show(s[key] * scale) if key in s else ""  # noqa: E731
         rows.append({
@@ -213,11 +216,23 @@ def speed_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
             "MFU": get("mfu_train", lambda v: f"{v:.1%}"), "peak GFLOP/s": get("machine_peak_flops", lambda v: f"{v:.0f}", 1e-9),
             "generate tok/s": get("generate_tokens_per_s"), "uncached tok/s": get("generate_uncached_tokens_per_s"),
             "cache speed-up": get("generate_cache_speedup", lambda v: f"{v:.2f}x"),
-            "threads": threads_of(r), "note": (r.error or "")[:120],
+            "threads": threads_of(r), "variant": label[id(r)], "note": (r.error or "")[:120],
         })
     generation = ("generate tok/s", "uncached tok/s", "cache speed-up")
     kept = drop_empty_columns(rows, keep=tuple(c for c in (rows[0] if rows else {}) if c not in generation))
     return kept if len({r.task for r in runs}) > 1 else [{c: v for c, v in row.items() if c != "task"} for row in kept]
+
+
+def point_labels(runs: list[ResultRecord], point: Callable[[ResultRecord], tuple]) -> dict[int, str]:
+    """id(run) -> the settings that set it apart from the other runs of its speed point ('' where none do).
+
+    Runs of one point that differ in a setting the columns do not show (``model.attention.n_features``)
+    would otherwise be rows no reader can tell apart.
+    """
+    points: dict[tuple, list[ResultRecord]] = defaultdict(list)
+    for r in runs:
+        points[point(r)].append(r)
+    return {id(r): label for members in points.values() for r, label in zip(members, variant_labels([r.config for r in members]))}
 
 
 def compression_rows(records: list[ResultRecord]) -> list[dict[str, str]]:

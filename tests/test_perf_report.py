@@ -247,3 +247,15 @@ def test_a_new_task_needs_no_name_in_the_report(tmp_path):
     assert (tmp_path / "results" / "t" / "accuracy_vs_length.png").exists() and (tmp_path / "results" / "t" / "domains.png").exists()
     assert "| newtask | d | 16 |" in (tmp_path / "results" / "t" / "results.md").read_text()
     assert domain_bars(swept, tmp_path / "bars.png") is None  # a length study has its own figure
+
+
+def test_speed_points_that_differ_in_a_hidden_setting_are_labelled_by_it():
+    from suite.report import speed_rows
+
+    def rec(features, length):
+        return ResultRecord(status="ok", task="long_range", dataset="recall", seed=0, model="transformer", seq_len=length, attention="performer",
+                            speed={"train_tokens_per_s": 1e4 / features, "batch_size": 4.0},
+                            config={"job": {"_target_": "suite.jobs.speed_job"}, "model": {"d_model": 128, "attention": {"n_features": features}}})
+
+    rows = speed_rows([rec(256, 1024), rec(64, 1024), rec(256, 4096)])
+    assert [(r["length"], r["variant"]) for r in rows] == [("1024", "model.attention.n_features=256"), ("1024", "model.attention.n_features=64"), ("4096", "")]
