@@ -40,17 +40,17 @@ def xavier(stack: nn.Module) -> None:
     """
     from suite.models.transformer import CrossAttention  # here: the stacks import this module
 
-    split = set()
-    for module in stack.modules():
+    drawn: set[nn.Linear] = set()
+    for module in stack.modules():  # a module comes before its children, so the fused draw precedes the Linear pass
         if isinstance(module, CrossAttention):
-            fused = nn.init.xavier_uniform_(torch.empty(module.q_proj.out_features + module.kv_proj.out_features, module.q_proj.in_features))
+            q, kv = module.q_proj, module.kv_proj
+            fused = nn.init.xavier_uniform_(torch.empty(q.out_features + kv.out_features, q.in_features))
             with torch.no_grad():
-                module.q_proj.weight.copy_(fused[: module.q_proj.out_features])
-                module.kv_proj.weight.copy_(fused[module.q_proj.out_features :])
-            split |= {module.q_proj, module.kv_proj}
-    for module in stack.modules():
-        if isinstance(module, nn.Linear):
-            if module not in split:
+                q.weight.copy_(fused[: q.out_features])
+                kv.weight.copy_(fused[q.out_features :])
+            drawn |= {q, kv}
+        elif isinstance(module, nn.Linear):
+            if module not in drawn:
                 nn.init.xavier_uniform_(module.weight)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
