@@ -51,7 +51,7 @@ define bench_attention_recall
 	$(PAR) $(RUN) -m $(BENCH_RECALL) model/attention=$(BENCH_RECALL_OTHERS)
 endef
 
-.PHONY: help install data fashion-mnist test test-slow bench bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf gpu-check clean
+.PHONY: help install data fashion-mnist test test-slow precision-check bench bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf gpu-check clean
 
 help: ## List the commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -106,7 +106,8 @@ bench-speed-lane:
 	  task.seq_len=64,256,1024,4096 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120 job.max_len=4096
 	$(PAR) $(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_explicit_attention \
 	  model=transformer model/attention=explicit task.seq_len=64,256,1024 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120
-	$(PAR) $(RUN) -m experiment=mfu_standard hydra.sweep.dir=$(BENCH_DIR)/mfu_standard job.precision=fp32,bf16 'hydra.sweep.subdir=$${job.precision}'
+	@# fp32, and bf16 where the CPU has bf16 instructions (suite.numerics.timed_precisions: AVX2 alone emulates it at ~1 GFLOP/s)
+	$(PAR) $(RUN) -m experiment=mfu_standard hydra.sweep.dir=$(BENCH_DIR)/mfu_standard job.precision=$$($(PYTHON) -m suite.numerics --timed) 'hydra.sweep.subdir=$${job.precision}'
 	$(bench_attention_speed)
 
 # make bench's other lane: the language models, compression of the SST-2 Transformer just
@@ -183,8 +184,11 @@ patterns: install ## Draw each attention variant's key pattern (probed from the 
 report: install ## Rebuild results/<NAME>/ from run directories: make report RUNS=runs/bench-quick NAME=quick
 	$(PYTHON) -m suite.report $(RUNS) --name $(NAME)
 
-perf: install ## Our encoder against torch.nn.TransformerEncoder: training-step and inference time, as ratios
+perf: install ## Our encoder against torch.nn.TransformerEncoder: training-step and inference time, as ratios, in fp32 and in the precision `auto` picks
 	$(PYTHON) -m suite.perf
+
+precision-check: install ## fp32 against bf16 autocast for every model family, side by side, one thread: does precision=auto pick the faster here?
+	$(PAR) $(PYTHON) -m suite.precision_check
 
 clean: ## Remove run outputs (outputs/, multirun/, runs/); keeps results/ and .venv
 	rm -rf outputs multirun runs

@@ -9,6 +9,7 @@ import math
 import statistics
 import time
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Callable
 
 import torch
@@ -119,17 +120,41 @@ def count_flops(fn: Callable[[], object]) -> int:
     return int(counter.get_total_flops())
 
 
-def matmul_peak_flops(device: torch.device, size: int | None = None, dtype: torch.dtype = torch.float32, repeats: int = 5, min_seconds: float = 2.0) -> float:
-    """The machine's attainable FLOP/s: median of timed large square matmuls, the MFU denominator.
+@dataclass(frozen=True)
+class Peak:
+    """The machine's attainable matmul FLOP/s: the best of several timed rounds, and every round's figure."""
 
-    Timed for ``min_seconds`` at least: five calls within a quarter of a second caught this VM's
-    drift (a point's peak read 76 GFLOP/s where its neighbours read 87-95).
+    flops: float
+    rounds: tuple[float, ...]
+    size: int
+    dtype: str
+
+    @property
+    def spread(self) -> float:
+        """(best - worst) / best over the rounds: 0 for a peak read the same every time."""
+        return (max(self.rounds) - min(self.rounds)) / max(self.rounds)
+
+
+@cache  # per process, device, size and type: every point of a sweep in one process divides by the same peak
+def matmul_peak(device: torch.device, size: int | None = None, dtype: torch.dtype = torch.float32, rounds: int = 5, round_seconds: float = 0.4,
+                warmup_seconds: float = 1.0) -> Peak:
+    """Square matmuls timed in ``rounds`` rounds after ``warmup_seconds`` of untimed ones; the best round's median is the peak.
+
+    The best, not the median of the rounds: the MFU denominator is what the machine can reach, and
+    a round that a neighbour or a cold unit slowed says nothing about that. The warm-up matters on
+    AMX (one session's 21 points read their bf16 peak anywhere from 336 to 1,053 GFLOP/s when
+    timed after two calls); the rounds' spread goes into ``suite.precision_check``'s output.
     """
     size = size or (8192 if device.type == "cuda" else 2048)
     a = torch.randn(size, size, device=device, dtype=dtype)
     b = torch.randn(size, size, device=device, dtype=dtype)
-    t = time_calls({"mm": lambda: a @ b}, device, warmup=2, repeats=repeats, min_seconds=min_seconds)["mm"]
-    return 2 * size**3 / t.median
+    started = time.perf_counter()
+    while time.perf_counter() - started < warmup_seconds:
+        a @ b
+    sync(device)
+    medians = [time_calls({"mm": lambda: a @ b}, device, warmup=0, repeats=2, min_seconds=round_seconds)["mm"].median for _ in range(rounds)]
+    flops = tuple(2 * size**3 / t for t in medians)
+    return Peak(max(flops), flops, size, str(dtype).removeprefix("torch."))
 
 
 # --- peak memory ----------------------------------------------------------------------------

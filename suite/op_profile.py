@@ -17,11 +17,10 @@ import argparse
 from dataclasses import dataclass
 
 import torch
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from suite import numerics
-from suite.datadir import PROJECT_ROOT
+from suite.compose import composed
 from suite.jobs.prepare import prepare
 from suite.jobs.speed import first_batch
 
@@ -38,8 +37,7 @@ class OpTime:
 
 def profile_step(overrides: list[str], batch_size: int = 4, warmup: int = 2) -> tuple[list[OpTime], int]:
     """(every operator's own time in one training step, heaviest first; the step's tokens)."""
-    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["logger=none", *overrides])
+    cfg = composed(overrides)
     device = torch.device("cpu")
     task = instantiate(cfg.task)
     model = prepare(cfg, device, task).model

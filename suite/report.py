@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from suite import formatting as fmt
+from suite.compare import cpu_kind
 from suite.datadir import PROJECT_ROOT
 from suite.efficiency import efficiency_rows
 from suite.lm_report import context_use, generation_cost, lm_rows
@@ -351,7 +352,7 @@ def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[
             write_table(rows, out_dir, table)
     drawers = {**FIGURES, "context_use": context_use, "generation_cost": generation_cost}
     figures = [path for fig, draw in drawers.items() if (path := draw(records, out_dir / f"{fig}.png")) is not None]
-    devices = sorted({r.device for r in records if r.device})
+    devices = sorted({f"{r.device} ({cpu_kind(r)})" if r.device.startswith("cpu") else r.device for r in records if r.device})
     flushed = sorted({str(r.numerics.get("flush_denormals")) for r in records if r.numerics})
     precisions = sorted({r.precision for r in records if r.precision})
     machine = (f"measured on: {', '.join(devices)}; {platform.platform()}; {len(records)} runs; "

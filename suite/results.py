@@ -42,6 +42,7 @@ class ResultRecord:
     stop_reason: str | None = None
     planned_steps: int | None = None  # the steps planned; more than ``steps`` when the time cap cut the run short
     precision: str | None = None  # 'fp32' or 'bf16' (autocast), as resolved on the device
+    precision_reason: str | None = None  # why that precision: set by the config, or what 'auto' chose for this model family on this device
     resumed_at: int | None = None  # the step a resumed training continued from (None: it ran in one go)
     world_size: int = 1  # training processes (torchrun); throughput is summed over them
     backend: str | None = None  # torch.distributed backend (gloo, nccl) when world_size > 1

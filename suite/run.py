@@ -78,13 +78,37 @@ def finished(run_dir: Path, config: dict[str, Any]) -> ResultRecord | None:
     return record if record.status == "ok" and record.config == config else None
 
 
+class SweepCollision(RuntimeError):
+    """Two jobs of a sweep resolved to one run directory: the second would overwrite the first's record."""
+
+
+def refuse_collision(run_dir: Path, config: dict[str, Any]) -> None:
+    """Raise ``SweepCollision`` when ``run_dir`` already holds the record of another config (the same config resumes)."""
+    from suite.train import config_differences
+
+    path = run_dir / RESULT_FILE
+    try:
+        record = read_result(path) if path.exists() else None
+    except (ValueError, TypeError):
+        return  # not a record of ours: nothing of a sweep's to lose
+    if record is None or not record.config or record.config == config:
+        return
+    differences = config_differences(record.config, config)
+    raise SweepCollision(f"{path} holds the record of another configuration ({'; '.join(differences[:4])}); this sweep would overwrite it. "
+                         "Name the swept setting in hydra.sweep.subdir (e.g. 'hydra.sweep.subdir=${hydra.job.num}') or use another hydra.sweep.dir")
+
+
 def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: str | None = None, resume: bool = True) -> ResultRecord:
     """Run the configured job (``cfg.job``) and return its record, also written to ``run_dir/result.json``.
 
     With ``resume``, a run directory that already holds an ok record of the same composed
     config is not run again: an interrupted sweep loses nothing and repeats nothing.
+    In a multirun, a directory that holds the record of another config is refused
+    (``SweepCollision``): two jobs of one sweep never share a directory.
     """
     config = OmegaConf.to_container(cfg, resolve=True)
+    if multirun:  # before anything is written: a directory of a sweep holds one job's record
+        refuse_collision(Path(run_dir), config)
     world, device_name = distributed.join(cfg.device, float(cfg.get("distributed_timeout_s") or 1800))
     try:
         distributed.require_same_config(config, world)

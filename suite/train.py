@@ -113,6 +113,7 @@ class FitResult:
     train_seconds: float
     speed: dict[str, float] = field(default_factory=dict)  # training throughput (summed over ranks)
     precision: str = "fp32"
+    precision_reason: str | None = None  # why ``precision`` (suite.numerics.choose)
     planned_steps: int | None = None  # the steps the schedule was planned for, before any budget cut
     resumed_at: int | None = None  # the step a resumed run continued from
     world_size: int = 1
@@ -191,14 +192,18 @@ class Trainer:
                 scheduler.step()
         return scheduler
 
-    def autocast(self, device: torch.device):
-        return numerics.autocast(numerics.resolve_precision(self.precision, device), device)
+    def choice(self, device: torch.device, model: nn.Module) -> numerics.Choice:
+        """The precision this trainer runs ``model`` in on ``device`` ('auto' decides per model family)."""
+        return numerics.choose(self.precision, device, model)
+
+    def autocast(self, device: torch.device, model: nn.Module):
+        return numerics.autocast(self.choice(device, model).precision, device)
 
     def evaluate(self, model: nn.Module, task: Task, batches: Iterable[Batch], device: torch.device) -> tuple[dict[str, float], dict[str, float]]:
         """Task metrics on a split, and inference throughput (real tokens and items per second)."""
         model.eval()
         counted = _Counted(limited(batches, self.limit_eval_batches), device)
-        with torch.inference_mode(), self.autocast(device):
+        with torch.inference_mode(), self.autocast(device, model):
             sync(device)
             start = time.perf_counter()
             metrics = task.evaluate(model, counted, device)
@@ -314,7 +319,7 @@ class Trainer:
         return FitResult(model=model, val=best.val if best else state.val, steps=state.step, epochs=state.epoch, best_epoch=best.epoch if best else state.epoch,
                          stop_reason=state.stop_reason or "max_epochs", train_seconds=state.train_seconds,
                          speed={"train_tokens_per_s": tokens / seconds, "train_items_per_s": items / seconds},
-                         precision=numerics.resolve_precision(self.precision, device), planned_steps=state.planned, resumed_at=resumed_at, world_size=world.size)
+                         **self.choice(device, model).fields(), planned_steps=state.planned, resumed_at=resumed_at, world_size=world.size)
 
     def parameter_groups(self, model: nn.Module) -> list[dict[str, Any]] | list[nn.Parameter]:
         """What the optimizer updates: every trainable parameter, or (``decay='matrices'``) two groups, decayed and not."""
@@ -324,7 +329,7 @@ class Trainer:
 
     def train_step(self, model: nn.Module, state: FitState, batch: Batch) -> None:
         """One optimizer and schedule step on ``batch``; counts it."""
-        with self.autocast(state.device):
+        with self.autocast(state.device, state.model):
             loss = state.task.loss(model, batch)
         if not torch.isfinite(loss):
             raise Diverged(f"loss became {loss.item()} at step {state.step}")
@@ -430,7 +435,7 @@ class Trainer:
         """A model with nothing to train (e.g. Lead-k): validation metrics, no steps."""
         val, _ = self.evaluate(model, task, loaders["val"], device)
         return FitResult(model=model, val=val, steps=0, epochs=0, best_epoch=0, stop_reason="no_parameters", train_seconds=0.0,
-                         precision=numerics.resolve_precision(self.precision, device), planned_steps=0)
+                         **self.choice(device, model).fields(), planned_steps=0)
 
 
 LAST = "last.pt"

@@ -110,7 +110,8 @@ def test_sequence_distillation_trains_the_student_on_the_teachers_outputs_decode
     assert not torch.equal(batch.targets, targets)  # the references are left in the batch
 
 
-def test_sequence_distillation_through_the_job(subset_data, tmp_path):
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_sequence_distillation_through_the_job(subset_data, tmp_path, precision):
     from suite.run import execute
 
     teacher = execute(tiny_translation(subset_data), tmp_path / "teacher")
@@ -118,7 +119,7 @@ def test_sequence_distillation_through_the_job(subset_data, tmp_path):
     checkpoint = tmp_path / "teacher" / "checkpoints" / "best.pt"
     cfg = tiny_translation(subset_data, "job=compress", "compress=distill_sequence", "compress.search=validation", f"job.checkpoint={checkpoint}",
                           "compress.student.d_model=16", "compress.student.backbone.d_ff=32", "compress.student.backbone.n_layers=1",
-                          "job.min_time_s=0", "job.repeats=2", "job.warmup=1", "job.bf16_reference=false")
+                          "job.min_time_s=0", "job.repeats=2", "job.warmup=1", "job.bf16_reference=false", f"trainer.precision={precision}")
     record = execute(cfg, tmp_path / "student")
     assert record.status == "ok", record.error
     c = record.compression

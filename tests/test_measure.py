@@ -14,10 +14,12 @@ def speed_cfg(model: str, seq_len: int, *extra: str):
     return shrink(cfg)
 
 
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])  # forced: FLOPs counted, memory and time measured in either on any CPU
 @pytest.mark.parametrize("model", ["transformer", "lstm"])
-def test_speed_point_figures_are_positive_finite_with_spread(model, tmp_path):
-    record = execute(speed_cfg(model, 32), tmp_path)
+def test_speed_point_figures_are_positive_finite_with_spread(model, precision, tmp_path):
+    record = execute(speed_cfg(model, 32, f"job.precision={precision}"), tmp_path)
     assert record.status == "ok", record.error
+    assert record.precision == precision and record.precision_reason == f"set: precision={precision}"
     s = record.speed
     for key in ("train_tokens_per_s", "infer_tokens_per_s", "latency_ms", "peak_mem_train_bytes", "flops_train_step", "train_step_iqr_ms"):
         assert s[key] >= 0 and torch.isfinite(torch.tensor(s[key])), key
@@ -26,11 +28,12 @@ def test_speed_point_figures_are_positive_finite_with_spread(model, tmp_path):
     assert isinstance(s["others_cpu_share"], float)  # the load the point was timed under, from time_calls (its value: the /proc/stat test)
 
 
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])  # bf16: issue 21's crash (the FLOP counter reached oneDNN's bf16 LSTM)
 @pytest.mark.parametrize("task", ["translation", "summarization"])
 @pytest.mark.parametrize("model", ["transformer", "lstm"])
-def test_speed_job_measures_a_sequence_to_sequence_model(task, model, tmp_path, subset_data):
+def test_speed_job_measures_a_sequence_to_sequence_model(task, model, precision, tmp_path, subset_data):
     # The task says how its model runs (a teacher-forced pass) and generates (greedy, with and without the cache).
-    cfg = shrink(compose_config(f"task={task}", f"model={model}", "job=speed", *TINY_TASK[task], f"data_dir={subset_data}",
+    cfg = shrink(compose_config(f"task={task}", f"model={model}", "job=speed", *TINY_TASK[task], f"data_dir={subset_data}", f"job.precision={precision}",
                                 "job.min_time_s=0", "job.repeats=2", "job.warmup=1", "job.measure_peak=false", "job.batch_size=4"))
     record = execute(cfg, tmp_path)
     assert record.status == "ok", record.error

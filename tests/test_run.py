@@ -110,15 +110,16 @@ TRAINS = {"train_job", "context_use_job"}  # jobs that fit a model (context_use 
 EXPERIMENT_TINY = {"lra": ["task.seq_len=64", "task.n_train=64", "task.n_val=16", "task.n_test=16"]}  # its ListOps at 2K: 10,000 expressions take minutes to generate
 
 
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])  # forced: each CPU kind runs the other kind's path too
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
-def test_every_experiment_runs_a_step(experiment, tmp_path, request):
+def test_every_experiment_runs_a_step(experiment, precision, tmp_path, request):
     composed = compose_config(f"experiment={experiment}")
     task, job = composed.task.name, composed.job._target_.rpartition(".")[2]
     if task in DATA_OF:
         need_data(*DATA_OF[task])
     tiny = [*TINY_TASK[task], f"data_dir={request.getfixturevalue('subset_data')}"] if task in TINY_TASK else []
     tiny += EXPERIMENT_TINY.get(experiment, [])
-    limits = JOB_LIMITS[job]
+    limits = [*JOB_LIMITS[job], f"trainer.precision={precision}"] + ([f"job.precision={precision}"] if "precision" in composed.job else [])
     if job == "compress_job":  # it compresses trained weights: a tiny model of the experiment's task, trained for a step
         teacher = execute(shrink(compose_config(f"experiment={experiment}", "job=train", "logger=none", *JOB_LIMITS["train_job"], *tiny, tiny=False)), tmp_path / "teacher")
         assert teacher.status == "ok", teacher.error
@@ -127,6 +128,7 @@ def test_every_experiment_runs_a_step(experiment, tmp_path, request):
     record = execute(cfg, tmp_path / "run")
     assert record.status == "ok", record.error
     assert record.steps == (1 if job in TRAINS else 0)
+    assert record.precision == ("fp32" if job == "compress_job" else precision)  # a compressed model is scored and timed as it runs: fp32 inputs
 
 
 RECIPES = sorted(p.stem for p in (CONF / "recipe").glob("*.yaml"))

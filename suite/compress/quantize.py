@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import Tensor, nn
 
+from suite import numerics
 from suite.compress.method import Context, Method
 
 LAYERS: dict[str, type[nn.Module]] = {"linear": nn.Linear, "lstm": nn.LSTM, "gru": nn.GRU, "embedding": nn.Embedding}
@@ -95,6 +96,11 @@ class Bf16Weights(Method):
     """Every weight stored and computed in bf16 (no autocast, no fine-tuning): the simplest halving of the size."""
 
     name = "bf16_weights"
+
+    def check(self, model: nn.Module) -> None:
+        if any(isinstance(m, nn.LSTM) for m in model.modules()) and not numerics.cpu_bf16_lstm():
+            raise ValueError(f"compress={self.name}: this CPU has no bf16 LSTM kernel (oneDNN needs AVX-512 BF16 or AMX; torch runs "
+                             f"{torch.backends.cpu.get_cpu_capability()} here), so an LSTM's bf16 weights cannot run; use compress=dynamic_int8")
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:
         halved = copy.deepcopy(model).to(torch.bfloat16).eval()

@@ -91,7 +91,14 @@ def measured(task: Any, model: torch.nn.Module, reference: torch.nn.Module, arte
     return figures | ratios(figures)
 
 
-def compress_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, checkpoint: str, batch_size: int = 32, warmup: int = 3,
+def no_checkpoint(cfg: DictConfig) -> str:
+    """What to do when job=compress has no weights to compress: the setting, and the command that trains them."""
+    return (f"job=compress needs trained weights: set job.checkpoint=<run dir>/checkpoints/best.pt. Train them first with the same "
+            f"task and model, e.g. python -m suite.run task={cfg.task.name} model={cfg.model.name} hydra.run.dir=runs/teacher "
+            f"(then job.checkpoint=runs/teacher/checkpoints/best.pt)")
+
+
+def compress_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, checkpoint: str | None = None, batch_size: int = 32, warmup: int = 3,
                  repeats: int = 10, min_time_s: float = 10.0, bf16_reference: bool = True) -> dict[str, Any]:
     """Compress the weights at ``checkpoint`` with ``cfg.compress``; returns the record's fields.
 
@@ -102,6 +109,8 @@ def compress_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: 
             more rounds until they span this long.
         bf16_reference: also time the uncompressed model under bf16 autocast (the other cheap route on a CPU).
     """
+    if checkpoint is None:
+        raise ValueError(no_checkpoint(cfg))
     method, student_root = method_of(cfg)  # bad settings fail here, before any data is read
     prepared = prepare(cfg, device)
     task, reference = prepared.task, prepared.model
@@ -121,7 +130,9 @@ def compress_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: 
     model = method.finish(model).eval()
     artefact = method.save(model, context)
     seconds = time.perf_counter() - started
-    trainer = instantiate(cfg.trainer)
+    # Scored as they are timed, in fp32: an int8 or ONNX model takes fp32 inputs, and a bf16 autocast
+    # of the reference alone would put the precision into the comparison (fine-tuning used the trainer's).
+    trainer = instantiate(cfg.trainer, precision="fp32")
     reference_test, _ = trainer.score(reference, task, device, cfg.seed, "test")
     test, _ = trainer.score(model, task, device, cfg.seed, "test")
     val, _ = trainer.score(model, task, device, cfg.seed, "val")

@@ -58,8 +58,8 @@ def context_use_job(
     lengths = sorted({int(c) for c in contexts if 0 < int(c) < trained_for} | {trained_for})
     batches = task.exact_context_batches(split, lengths, n_targets, batch_size, int(cfg.seed))
     curves: dict[str, list[float]] = {"context": [float(c) for c in lengths], "perplexity": [], "bits_per_byte": []}
-    precision = numerics.resolve_precision(cfg.trainer.precision, device)
-    with torch.inference_mode(), numerics.autocast(precision, device):
+    choice = numerics.choose(cfg.trainer.precision, device, model)
+    with torch.inference_mode(), numerics.autocast(choice.precision, device):
         for c in lengths:
             scores = task.evaluate(model, (b.to(device) for b in batches[c]), device)
             curves["perplexity"].append(scores["perplexity"])
@@ -68,4 +68,4 @@ def context_use_job(
     enough = saturation(lengths, curves["perplexity"], tolerance)
     found = {"context_saturation": float(enough), f"{split}_perplexity_at_{trained_for}": curves["perplexity"][-1], f"{split}_perplexity_at_{lengths[0]}": curves["perplexity"][0]}
     tracker.summary({f"context_use/{k}": v for k, v in found.items()})
-    return {**fields, "metrics": {**fields.get("metrics", {}), **found}, "curves": {**fields.get("curves", {}), **curves}, "precision": precision}
+    return {**fields, "metrics": {**fields.get("metrics", {}), **found}, "curves": {**fields.get("curves", {}), **curves}, **choice.fields()}

@@ -63,6 +63,6 @@ def evaluate_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: 
         epochs=0,
         stop_reason="evaluated",
         scored_with=task.evaluation_setting() if isinstance(task, EvaluationVariant) else None,
-        precision=numerics.resolve_precision(trainer.precision, device),
+        **trainer.choice(device, model).fields(),
         artifacts=artifacts,
     )

@@ -62,8 +62,9 @@ def generation_cost_job(
     """
     lengths = sorted(int(t) for t in lengths)
     context = max(lengths[-1], prompt_tokens + compare_tokens) + 1
-    precision = numerics.resolve_precision(precision, device)
     model = build_language_model(cfg.model, vocab_size, context).to(device).eval()
+    choice = numerics.choose(precision, device, model)
+    precision = choice.precision
     text = torch.randint(4, vocab_size, (batch_size, context), generator=torch.Generator().manual_seed(int(cfg.seed))).to(device)
     curves: dict[str, list[float]] = {k: [] for k in ("length", "step_ms", "step_iqr_ms", "tokens_per_s", "uncached_step_ms", "state_bytes", "peak_step_bytes")}
     with torch.inference_mode(), numerics.autocast(precision, device):
@@ -84,4 +85,4 @@ def generation_cost_job(
         speed = generation_speed(lambda cache: generate(model, prompt, compare_tokens, greedy, cache=cache).tolist(), device, warmup=1, repeats=max(1, repeats // 2), min_time_s=min_time_s)
     speed["compare_tokens"] = float(compare_tokens)
     tracker.summary({f"generation/{k}": v for k, v in speed.items()})
-    return {"status": "ok", "dataset": str(cfg.task.get("dataset", "")), "seq_len": lengths[-1], "params": count_parameters(model), "speed": speed, "curves": curves, "steps": 0, "precision": precision}
+    return {"status": "ok", "dataset": str(cfg.task.get("dataset", "")), "seq_len": lengths[-1], "params": count_parameters(model), "speed": speed, "curves": curves, "steps": 0, **choice.fields()}

@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 from suite import numerics
 from suite.failures import PointSkipped, PointTimeout
 from suite.jobs.prepare import prepare
-from suite.measure import count_flops, matmul_peak_flops, peak_memory, time_calls
+from suite.measure import count_flops, matmul_peak, peak_memory, time_calls
 from suite.train import sync
 from suite.types import Batch, Generates, inference
 
@@ -66,6 +66,31 @@ def generation_speed(generate: Generate, device: torch.device, warmup: int, repe
     }
 
 
+def training_step(model: torch.nn.Module, task: Any, batch: Batch, optimizer: torch.optim.Optimizer, precision: str, device: torch.device) -> Callable[[], None]:
+    """One training step of ``model`` on ``batch`` (forward under ``precision`` autocast, backward, optimizer step), as a call."""
+
+    def step() -> None:
+        model.train()
+        optimizer.zero_grad(set_to_none=True)
+        with numerics.autocast(precision, device):
+            loss = task.loss(model, batch)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def inferring(model: torch.nn.Module, fn: Callable[[], object], precision: str, device: torch.device) -> Callable[[], object]:
+    """``fn`` (a forward pass of ``model``) in eval mode, without gradients, under ``precision`` autocast, as a call."""
+
+    def run() -> object:
+        model.eval()
+        with torch.inference_mode(), numerics.autocast(precision, device):
+            return fn()
+
+    return run
+
+
 def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch.device, warmup: int, repeats: int, time_budget_s: float, precision: str = "fp32", min_time_s: float = 0.0) -> dict[str, float]:
     """Training-step and inference time, latency per sequence, peak memory and FLOPs of one model on one batch.
 
@@ -74,24 +99,10 @@ def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch
     """
     batch = batch.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-    def train_step() -> None:
-        model.train()
-        optimizer.zero_grad(set_to_none=True)
-        with numerics.autocast(precision, device):
-            loss = task.loss(model, batch)
-        loss.backward()
-        optimizer.step()
-
-    def evaluating(fn: Callable[[], object]) -> Callable[[], object]:
-        def run() -> object:
-            model.eval()
-            with torch.inference_mode(), numerics.autocast(precision, device):
-                return fn()
-
-        return run
-
-    infer = lambda b=batch: evaluating(lambda: inference(task, model, b))  # noqa: E731
+    stepping = lambda autocast: training_step(model, task, batch, optimizer, autocast, device)  # noqa: E731
+    evaluating = lambda fn, autocast=precision: inferring(model, fn, autocast, device)  # noqa: E731
+    train_step = stepping(precision)
+    infer = lambda b=batch, autocast=precision: evaluating(lambda: inference(task, model, b), autocast)  # noqa: E731
     generate: Generate | None = None
     if isinstance(task, Generates):
         generate = lambda cache: evaluating(lambda: task.generate(model, batch, cache=cache))()  # noqa: E731
@@ -118,8 +129,10 @@ def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch
         "ms_per_token_train": times["train"].median * 1e3 / tokens,
         "peak_mem_train_bytes": float(peak_memory(train_step, device)),
         "peak_mem_infer_bytes": float(peak_memory(infer(), device)),
-        "flops_train_step": float(count_flops(train_step)),
-        "flops_infer": float(count_flops(infer())),
+        # The same arithmetic in either precision, counted in fp32: under bf16 autocast the counter's
+        # dispatch reaches kernels (oneDNN's bf16 LSTM) that refuse it.
+        "flops_train_step": float(count_flops(stepping("fp32"))),
+        "flops_infer": float(count_flops(infer(autocast="fp32"))),
         "batch_size": float(batch.n_items),
         "timed_rounds": float(len(times["train"].samples)),
         "tokens": float(tokens),
@@ -144,14 +157,17 @@ def speed_job(cfg: DictConfig, device: torch.device, run_dir: Any, tracker: Any,
         measure_peak: also time a large matmul in the point's precision, the denominator of MFU.
         precision: 'auto' (bf16 where fast), 'fp32' or 'bf16': autocast of the timed passes.
     """
-    precision = numerics.resolve_precision(precision, device)
+    numerics.choose(precision, device)  # a bad setting fails before any data is read
     task = instantiate(cfg.task)
     if (length := task.seq_len()) is not None and length > max_len:  # known from the config: no data read for a skipped point
         raise PointSkipped(f"seq_len {length} is above this machine's cap job.max_len={max_len}")
     prepared = prepare(cfg, device, task)
+    choice = numerics.choose(precision, device, prepared.model)
+    precision = choice.precision
     figures = measure_model(prepared.model, task, first_batch(task, batch_size, cfg.seed), device, warmup, repeats, time_budget_s, precision, min_time_s)
     if measure_peak:
-        figures["machine_peak_flops"] = matmul_peak_flops(device, dtype=torch.bfloat16 if precision == "bf16" else torch.float32)
+        peak = matmul_peak(device, dtype=torch.bfloat16 if precision == "bf16" else torch.float32)
+        figures["machine_peak_flops"], figures["machine_peak_spread"] = peak.flops, peak.spread
         figures["mfu_train"] = figures["flops_train_step"] / (figures["train_step_ms"] / 1e3) / figures["machine_peak_flops"]
     tracker.summary({f"speed/{k}": v for k, v in figures.items()})
-    return {**prepared.ok_fields(), "speed": figures, "steps": 0, "precision": precision}
+    return {**prepared.ok_fields(), "speed": figures, "steps": 0, **choice.fields()}

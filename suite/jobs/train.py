@@ -38,7 +38,7 @@ def train(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker
     fit = trainer.fit(prepared.model, task, device, cfg.seed, checkpoint_dir=run_dir / "checkpoints", tracker=tracker,
                       identity=resume_identity(cfg), world=world)
     fields = dict(**prepared.ok_fields(), train_seconds=fit.train_seconds, steps=fit.steps, epochs=fit.epochs, stop_reason=fit.stop_reason,
-                  planned_steps=fit.planned_steps, precision=fit.precision, resumed_at=fit.resumed_at, world_size=world.size,
+                  planned_steps=fit.planned_steps, precision=fit.precision, precision_reason=fit.precision_reason, resumed_at=fit.resumed_at, world_size=world.size,
                   backend=world.backend)
     if not world.main:
         return prepared, fit.model, fields | {"speed": fit.speed}

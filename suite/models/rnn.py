@@ -11,8 +11,9 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+from suite import numerics
 from suite.types import State
 
 CELLS: dict[str, type[nn.RNNBase]] = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
@@ -34,6 +35,18 @@ def batch_first_state(state: RnnState, names: tuple[str, ...]) -> State:
     """torch's (layers, B, H) state -> batch-first {'h': (B, layers, H)[, 'c': ...]} (beam search reorders dim 0)."""
     states = state if isinstance(state, tuple) else (state,)
     return {name: s.transpose(0, 1) for name, s in zip(names, states)}
+
+
+def run_cell(rnn: nn.RNNBase, x: Tensor | PackedSequence, state: RnnState | None = None) -> tuple[Tensor | PackedSequence, RnnState]:
+    """``rnn(x, state)``; an LSTM asked for bf16 (autocast, or bf16 inputs) on a CPU where torch has no bf16 LSTM
+    kernel (``numerics.cpu_bf16_lstm``: oneDNN fails to build one) runs in fp32 with autocast off instead."""
+    data = x.data if isinstance(x, PackedSequence) else x
+    wants_bf16 = torch.is_autocast_enabled("cpu") or data.dtype == torch.bfloat16
+    if isinstance(rnn, nn.LSTM) and data.device.type == "cpu" and wants_bf16 and not numerics.cpu_bf16_lstm():
+        with torch.autocast("cpu", enabled=False):
+            floats = None if state is None else tuple(s.float() for s in state)
+            return rnn(x.float(), floats)
+    return rnn(x, state)
 
 
 class RecurrentEncoder(nn.Module):
@@ -78,11 +91,11 @@ class RecurrentEncoder(nn.Module):
     def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
         """(B, L, D), (B, L) bool | None -> (B, L, D); outputs at padded positions are zero."""
         if pad_mask is None:
-            out, _ = self.rnn(x)
+            out, _ = run_cell(self.rnn, x)
             return self.proj(out)
         lengths = (~pad_mask).sum(dim=1).cpu()  # packing wants lengths on the CPU
         packed = pack_padded_sequence(x, lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
-        out, _ = self.rnn(packed)
+        out, _ = run_cell(self.rnn, packed)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.size(1))
         return self.proj(out) * (~pad_mask)[..., None].to(out.dtype)  # (B, L, D)
 
@@ -93,7 +106,7 @@ class RecurrentEncoder(nn.Module):
         """
         if self.bidirectional:
             raise ValueError("a bidirectional recurrent encoder reads the future: it cannot go on step by step")
-        out, after = self.rnn(x, torch_state(state, self.states) if state else None)
+        out, after = run_cell(self.rnn, x, torch_state(state, self.states) if state else None)
         return self.proj(out), batch_first_state(after, self.states)
 
 
@@ -154,10 +167,10 @@ class RecurrentDecoder(nn.Module):
 
     def forward(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None) -> Tensor:
         """tgt (B, T, D), memory (B, L, D), memory_mask (B, L) bool | None -> (B, T, D)."""
-        out, _ = self.rnn(tgt, torch_state(self.init_cache(memory, memory_mask), self.states))  # (B, T, H)
+        out, _ = run_cell(self.rnn, tgt, torch_state(self.init_cache(memory, memory_mask), self.states))  # (B, T, H)
         return self.attend(out, memory, memory_mask)
 
     def step(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
         """The next positions tgt (B, t, D) from the carried state -> ((B, t, D), the new state)."""
-        out, state = self.rnn(tgt, torch_state(cache, self.states))
+        out, state = run_cell(self.rnn, tgt, torch_state(cache, self.states))
         return self.attend(out, memory, memory_mask), {**cache, **batch_first_state(state, self.states)}

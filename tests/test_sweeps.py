@@ -1,0 +1,73 @@
+"""No sweep writes two jobs into one directory: every experiment's subdir names the attention variant, and the runner refuses a collision."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import OmegaConf, open_dict
+
+from suite.results import RESULT_FILE, read_result
+from suite.run import SweepCollision, execute
+from tests.conftest import CONF, compose_config, shrink
+
+ROOT = CONF.parent
+WITH_SUBDIR = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml") if "subdir:" in p.read_text())
+# compression sweeps methods over one trained checkpoint (which fixes the model): its subdir names the method.
+BY_ATTENTION = [e for e in WITH_SUBDIR if e != "compression"]
+
+
+def subdir(*overrides: str) -> str:
+    """The sweep subdir a job of these overrides would get, resolved as Hydra resolves it at run time."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+    with open_dict(cfg):
+        cfg.hydra.job.num = 0
+    HydraConfig.instance().set_config(cfg)
+    try:
+        return str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
+    finally:
+        HydraConfig.instance().cfg = None
+
+
+def test_every_experiment_but_compression_sets_a_subdir_and_is_checked_here():
+    assert "speed_vs_length" in BY_ATTENTION and "attention_speed" in BY_ATTENTION and len(BY_ATTENTION) >= 9
+
+
+@pytest.mark.parametrize("experiment", BY_ATTENTION)
+def test_two_attention_variants_get_two_directories(experiment):
+    full, local = (subdir(f"experiment={experiment}", "model=transformer", f"model/attention={a}") for a in ("full", "local"))
+    assert full != local and "local" in local
+
+
+def test_a_recurrent_model_needs_no_attention_in_its_name():
+    assert subdir("experiment=speed_vs_length", "model=lstm", "task.seq_len=256") == "lstm-L256-auto"
+
+
+def test_compression_names_the_method():
+    assert subdir("experiment=compression", "compress=prune_50") != subdir("experiment=compression", "compress=prune_80")
+
+
+def test_a_sweep_over_attention_variants_leaves_one_record_each(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "suite.run", "-m", "experiment=speed_vs_length", "model=transformer", "model/attention=full,local,linear",
+                           "task.seq_len=16", "model.d_model=16", "job.min_time_s=0", "job.repeats=1", "job.warmup=1", "job.measure_peak=false",
+                           "logger=none", f"hydra.sweep.dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = {p.parent.name: read_result(p) for p in tmp_path.rglob(RESULT_FILE)}
+    assert sorted(records) == ["transformer-L16-auto", "transformer-linear-L16-auto", "transformer-local-L16-auto"]
+    assert {r.attention for r in records.values()} == {"full", "local", "linear"} and all(r.status == "ok" for r in records.values())
+
+
+def test_the_runner_refuses_to_overwrite_another_configs_record_and_resumes_its_own(tmp_path):
+    first = shrink(compose_config("task=long_range", "model=lstm", "task.seq_len=16"))
+    record = execute(first, tmp_path, multirun=True)
+    assert record.status == "ok", record.error
+    before = (tmp_path / RESULT_FILE).read_text()
+    other = shrink(compose_config("task=long_range", "model=lstm", "task.seq_len=16", "seed=1"))
+    with pytest.raises(SweepCollision, match=r"seed: 0 -> 1.*hydra.sweep.subdir"):
+        execute(other, tmp_path, multirun=True)
+    assert (tmp_path / RESULT_FILE).read_text() == before  # nothing lost
+    again = execute(first, tmp_path, multirun=True)  # the same config: skipped, as a resumed sweep skips what it finished
+    assert json.loads((tmp_path / RESULT_FILE).read_text())["wall_seconds"] == again.wall_seconds == record.wall_seconds
