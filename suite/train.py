@@ -130,7 +130,7 @@ class Trainer:
         max_steps: stop after this many optimizer steps (None: no cap).
         batch_size, eval_batch_size: examples per batch (per process under torchrun).
         grad_clip: max gradient norm (0: off).
-        precision: 'auto' (bf16 autocast where the device has fast bf16, else fp32), 'fp32' or 'bf16'.
+        precision: 'auto' (bf16 autocast where this device runs the model's family faster: ``numerics.choose``), 'fp32' or 'bf16'.
         patience: epochs without validation improvement before stopping (0: never stop early).
         time_budget_s: a cap on the seconds of training (None: no cap). The work is set by
             ``max_steps``/``max_epochs``, so a command gives the same figures on any machine; only

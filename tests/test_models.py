@@ -90,3 +90,19 @@ def test_every_config_group_entry_has_its_module_and_back():
     assert modules <= targeted, "a task module lacks a conf/task/*.yaml that builds it"
     attention = {p.stem for p in (root / "suite" / "attention").glob("*.py")} - {"__init__", "core"}  # core: the contract
     assert attention <= {p.stem for p in (CONF / "model" / "attention").glob("*.yaml")}, "an attention module lacks its config"
+
+
+@pytest.mark.parametrize("cell", ["rnn", "lstm", "gru"])
+def test_a_batch_without_padding_runs_unpacked_and_equals_the_packed_recurrence(cell):
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    from suite.models.rnn import RecurrentEncoder
+
+    enc = RecurrentEncoder(16, cell, n_layers=2).eval()
+    x = torch.randn(3, 9, 16)
+    no_pads = torch.zeros(3, 9, dtype=torch.bool)
+    packed, _ = enc.rnn(pack_padded_sequence(x, torch.full((3,), 9), batch_first=True))  # what the padded path computes
+    reference = enc.proj(pad_packed_sequence(packed, batch_first=True)[0])
+    with torch.no_grad():
+        assert torch.allclose(enc(x, no_pads), reference, atol=1e-6)
+        assert torch.equal(enc(x, no_pads), enc(x, None))  # the same call

@@ -124,3 +124,23 @@ def test_flops_are_counted_alike_in_either_precision(model, tmp_path):
     assert all(r.status == "ok" for r in records), [r.error for r in records]
     for key in ("flops_train_step", "flops_infer"):
         assert records[0].speed[key] == records[1].speed[key] > 0
+
+
+def test_compare_never_calls_runs_of_another_precision_or_cpu_kind_the_same(tmp_path, capsys):
+    from suite.compare import main as compare_main
+    from suite.results import ResultRecord
+
+    def rec(root, name, precision, capability):
+        ResultRecord(status="ok", task="sentiment", dataset="sst2", model="transformer", seed=0, metrics={"accuracy": 0.8}, precision=precision,
+                     device="cpu:AMD EPYC x1 threads", numerics={"cpu_capability": capability, "cpu_bf16_unit": None},
+                     speed={"train_tokens_per_s": 100.0, "infer_tokens_per_s": 200.0}).write(tmp_path / root / name)
+
+    rec("a", "same", "fp32", "AVX2"), rec("b", "same", "fp32", "AVX2")
+    rec("a", "precision", "fp32", "AVX2"), rec("b", "precision", "bf16", "AVX2")
+    rec("a", "cpu", "fp32", "AVX512"), rec("b", "cpu", "fp32", "AVX2")
+    assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 1
+    out = capsys.readouterr().out
+    assert "same: ok/ok, metrics same (accuracy 0.8); throughput B/A: train 1.00x" in out
+    assert "precision: ok/ok, metrics DIFFERENT (accuracy 0.8); throughput B/A (precision A fp32 / B bf16: not a reproduction)" in out
+    assert "cpu: ok/ok, metrics DIFFERENT (accuracy 0.8); throughput B/A (CPU A cpu:AMD EPYC (AVX512, bf16 unit None) / B cpu:AMD EPYC (AVX2, bf16 unit None)" in out
+    assert "1 of 3 runs give identical test metrics and status in the same precision on the same CPU kind" in out

@@ -90,7 +90,11 @@ class RecurrentEncoder(nn.Module):
 
     def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
         """(B, L, D), (B, L) bool | None -> (B, L, D); outputs at padded positions are zero."""
-        if pad_mask is None:
+        # A batch without padding runs unpacked: the same recurrence through torch's fused kernel
+        # (oneDNN on a CPU), where the packed path runs another one. Measured on an AVX2 EPYC, width
+        # 128, 2 layers, L 256, batch 8, forward + backward: LSTM 1.08x, GRU 2.16x, RNN 1.77x faster;
+        # and torch's autocast covers only the unpacked call, so only there does bf16 reach the cell.
+        if pad_mask is None or not bool(pad_mask.any()):
             out, _ = run_cell(self.rnn, x)
             return self.proj(out)
         lengths = (~pad_mask).sum(dim=1).cpu()  # packing wants lengths on the CPU
