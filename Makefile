@@ -81,23 +81,26 @@ test: data ## Run the tests (fast set; a few minutes)
 test-slow: data ## Run the slower checks (marker 'slow')
 	$(PYTHON) -m pytest -m slow -q
 
-bench: data ## The quick benchmark (18 min on 2 cores of the AVX-512 EPYC from a clean clone; more on slower kinds, README): every task, speed and accuracy against length, attention variants, compression, language models; the report in results/quick/
+bench: data ## The quick benchmark (18 min on 2 cores from a clean clone): every task, speed and accuracy against length, attention variants, compression, language models; the report in results/quick/
 	@mkdir -p $(BENCH_DIR) && date +%s > $(BENCH_DIR)/.started
-	@# Two lanes at once, one core each, the whole way: the speed points alone on one, then training;
-	@# training and scoring on the other. Balanced by the jobs' measured times (README, make bench).
+	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB)
+	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB) task=image trainer.max_steps=1000
+	@# Two lanes at once, one core each: the speed points alone on one, training and scoring on the other.
 	$(MAKE) --no-print-directory -j2 bench-speed-lane bench-side-lane
+	$(PAR) $(RUN) -m task=translation trainer=quick hydra.sweep.dir=$(BENCH_DIR)/translation $(JOBLIB) \
+	  model=transformer,lstm trainer.max_steps=$(BENCH_TRANSLATION_STEPS) trainer.progress=false \
+	  'hydra.sweep.subdir=$${task.name}-$${task.direction}-$${model.name}-s$${seed}'
+	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range $(JOBLIB) \
+	  task=recall task.seq_len=16,32,64 model=transformer,lstm trainer.max_steps=600 trainer.progress=false
+	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range $(JOBLIB) \
+	  task=news_topic task.seq_len=64,256 model=transformer,lstm trainer.max_steps=150 trainer.progress=false
 	$(PYTHON) -m suite.report $(BENCH_DIR) --name quick --wandb
 	@echo "make bench: the runs and the report took $$(( $$(date +%s) - $$(cat $(BENCH_DIR)/.started) )) s (after set-up)"
-
-BENCH_TRANSLATION = task=translation trainer=quick hydra.sweep.dir=$(BENCH_DIR)/translation trainer.max_steps=$(BENCH_TRANSLATION_STEPS) \
-  trainer.progress=false 'hydra.sweep.subdir=$${task.name}-$${task.direction}-$${model.name}-s$${seed}'
-BENCH_NEWS = experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range task=news_topic trainer.max_steps=150 trainer.progress=false
 
 # make bench's speed lane: every point alone on its core, one thread. A training process on the
 # other core moved a point no more than two quiet runs differ (GRU at 1024: 11.4k tokens/s against
 # 11.9k and 11.5k quiet; Transformer 9.71k against 9.67k and 9.50k; the matmul peak 92.3 against
-# 93.3 GFLOP/s), and each record keeps the load it saw (speed.others_cpu_share). After the speed
-# points, the lane trains the two translation models and the BBC News topics at length 256.
+# 93.3 GFLOP/s), and each record keeps the load it saw (speed.others_cpu_share).
 bench-speed-lane:
 	$(PAR) $(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_vs_length \
 	  task.seq_len=64,256,1024,4096 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120 job.max_len=4096
@@ -106,24 +109,16 @@ bench-speed-lane:
 	@# fp32, and bf16 where the CPU has bf16 instructions (suite.numerics.timed_precisions: AVX2 alone emulates it at ~1 GFLOP/s)
 	$(PAR) $(RUN) -m experiment=mfu_standard hydra.sweep.dir=$(BENCH_DIR)/mfu_standard job.precision=$$($(PYTHON) -m suite.numerics --timed) 'hydra.sweep.subdir=$${job.precision}'
 	$(bench_attention_speed)
-	$(PAR) $(RUN) -m $(BENCH_TRANSLATION) model=transformer,lstm
-	$(PAR) $(RUN) -m $(BENCH_NEWS) task.seq_len=256 model=lstm,transformer
 
-# make bench's other lane: the classification tasks, the language models, compression of the SST-2
-# Transformer just trained, Lead-1, the gradient probe, the attention variants' recall, recall
-# against length and the BBC News topics at length 64, one after another.
+# make bench's other lane: the language models, compression of the SST-2 Transformer just
+# trained, Lead-1, the gradient probe and the attention variants' recall, one after another.
 bench-side-lane:
-	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks
-	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks task=image trainer.max_steps=1000
 	$(PAR) $(RUN) -m experiment=lm_bench hydra.sweep.dir=$(BENCH_DIR)/lm
 	$(bench_compression)
 	$(PAR) $(RUN) -m task=summarization model=lead hydra.sweep.dir=$(BENCH_DIR)/summarization \
 	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
 	$(PAR) $(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_DIR)/gradient_flow
 	$(bench_attention_recall)
-	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range \
-	  task=recall task.seq_len=16,32,64 model=transformer,lstm trainer.max_steps=600 trainer.progress=false
-	$(PAR) $(RUN) -m $(BENCH_NEWS) task.seq_len=64 model=transformer,lstm
 
 bench-attention: data ## make bench's efficient-attention part alone: every variant's speed at 1024 and 4096, recall at 128 (key at the end)
 	$(bench_attention_speed)
