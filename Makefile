@@ -81,7 +81,7 @@ test: data ## Run the tests (fast set; a few minutes)
 test-slow: data ## Run the slower checks (marker 'slow')
 	$(PYTHON) -m pytest -m slow -q
 
-bench: data ## The quick benchmark (18 min on 2 cores from a clean clone): every task, speed and accuracy against length, attention variants, compression, language models; the report in results/quick/
+bench: data ## The quick benchmark (from a clean clone on 2 cores: 18 min on the AVX-512 EPYC, 25 min on the AVX2-only EPYC; README): every task, speed and accuracy against length, attention variants, compression, language models; the report in results/quick/
 	@mkdir -p $(BENCH_DIR) && date +%s > $(BENCH_DIR)/.started
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB)
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB) task=image trainer.max_steps=1000
