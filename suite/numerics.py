@@ -100,9 +100,6 @@ def cpu_bf16_lstm() -> bool:
     return True
 
 
-FAMILIES = ("attention", "recurrent")
-
-
 def family(model: nn.Module | None) -> str | None:
     """'recurrent' when ``model`` runs torch's recurrent cells (``nn.RNN``/``LSTM``/``GRU``), else 'attention' (matrix
     products: the Transformer, the ViT); None when no model is given. The cells' kernels, not the name, set the speed."""
@@ -135,8 +132,8 @@ def choose(precision: str, device: torch.device, model: nn.Module | None = None)
     if device.type != "cpu" or not fast_bf16(device):
         return Choice("fp32", f"auto: no bf16 matrix units on {device.type} (cpu_bf16_unit={cpu_bf16_kind()}): bf16 autocast measured slower")
     if kind == "recurrent":
-        return Choice("fp32", "auto: AMX CPU, recurrent cells: bf16 autocast measured slower for LSTM, GRU and RNN (suite.precision_check)")
-    return Choice("bf16", f"auto: AMX CPU, {kind or 'unknown'} model: bf16 autocast measured faster (suite.precision_check)")
+        return Choice("fp32", "auto: AMX CPU, recurrent cells: bf16 autocast measured slower for LSTM, GRU and RNN on an AMX Xeon (README, Precision)")
+    return Choice("bf16", f"auto: AMX CPU, {kind or 'unknown'} model: bf16 autocast measured faster on an AMX Xeon (README, Precision)")
 
 
 def resolve_precision(precision: str, device: torch.device, model: nn.Module | None = None) -> str:

@@ -66,35 +66,32 @@ def make_tracker(cfg: DictConfig, run_dir: Path, multirun: bool) -> Tracker:
     )
 
 
-def finished(run_dir: Path, config: dict[str, Any]) -> ResultRecord | None:
-    """The record already in ``run_dir`` if it finished ok with this very config (so a re-run skips it)."""
+def existing_record(run_dir: Path) -> ResultRecord | None:
+    """The record already in ``run_dir`` (None: none, or a file that is not a record of ours)."""
     path = run_dir / RESULT_FILE
-    if not path.exists():
-        return None
     try:
-        record = read_result(path)
+        return read_result(path) if path.exists() else None
     except (ValueError, TypeError):
         return None
-    return record if record.status == "ok" and record.config == config else None
+
+
+def finished(existing: ResultRecord | None, config: dict[str, Any]) -> ResultRecord | None:
+    """``existing`` if it finished ok with this very config (so a re-run skips it)."""
+    return existing if existing is not None and existing.status == "ok" and existing.config == config else None
 
 
 class SweepCollision(RuntimeError):
     """Two jobs of a sweep resolved to one run directory: the second would overwrite the first's record."""
 
 
-def refuse_collision(run_dir: Path, config: dict[str, Any]) -> None:
-    """Raise ``SweepCollision`` when ``run_dir`` already holds the record of another config (the same config resumes)."""
+def refuse_collision(existing: ResultRecord | None, run_dir: Path, config: dict[str, Any]) -> None:
+    """Raise ``SweepCollision`` when ``existing`` (``run_dir``'s record) is of another config (the same config resumes)."""
     from suite.train import config_differences
 
-    path = run_dir / RESULT_FILE
-    try:
-        record = read_result(path) if path.exists() else None
-    except (ValueError, TypeError):
-        return  # not a record of ours: nothing of a sweep's to lose
-    if record is None or not record.config or record.config == config:
+    if existing is None or not existing.config or existing.config == config:
         return
-    differences = config_differences(record.config, config)
-    raise SweepCollision(f"{path} holds the record of another configuration ({'; '.join(differences[:4])}); this sweep would overwrite it. "
+    differences = config_differences(existing.config, config)
+    raise SweepCollision(f"{run_dir / RESULT_FILE} holds the record of another configuration ({'; '.join(differences[:4])}); this sweep would overwrite it. "
                          "Name the swept setting in hydra.sweep.subdir (e.g. 'hydra.sweep.subdir=${hydra.job.num}') or use another hydra.sweep.dir")
 
 
@@ -107,8 +104,9 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
     (``SweepCollision``): two jobs of one sweep never share a directory.
     """
     config = OmegaConf.to_container(cfg, resolve=True)
+    existing = existing_record(Path(run_dir))  # read once: the collision check and the resume both look at it
     if multirun:  # before anything is written: a directory of a sweep holds one job's record
-        refuse_collision(Path(run_dir), config)
+        refuse_collision(existing, Path(run_dir), config)
     world, device_name = distributed.join(cfg.device, float(cfg.get("distributed_timeout_s") or 1800))
     try:
         distributed.require_same_config(config, world)
@@ -118,7 +116,7 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
                          world_size=world.size, backend=world.backend, config=config).write(run_dir)
         raise
     run_dir = Path(distributed.broadcast(str(run_dir), world))  # every rank checkpoints where rank 0 records
-    done = finished(run_dir, config) if resume and world.main else None
+    done = finished(existing, config) if resume and world.main else None  # rank 0 keeps its own run_dir through the broadcast
     if distributed.broadcast(done, world) is not None:
         log.info("already finished with this config: %s", run_dir / RESULT_FILE)
         return done

@@ -99,13 +99,11 @@ def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch
     """
     batch = batch.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    stepping = lambda autocast: training_step(model, task, batch, optimizer, autocast, device)  # noqa: E731
-    evaluating = lambda fn, autocast=precision: inferring(model, fn, autocast, device)  # noqa: E731
-    train_step = stepping(precision)
-    infer = lambda b=batch, autocast=precision: evaluating(lambda: inference(task, model, b), autocast)  # noqa: E731
+    train_step = training_step(model, task, batch, optimizer, precision, device)
+    infer = lambda b=batch, autocast=precision: inferring(model, lambda: inference(task, model, b), autocast, device)  # noqa: E731
     generate: Generate | None = None
     if isinstance(task, Generates):
-        generate = lambda cache: evaluating(lambda: task.generate(model, batch, cache=cache))()  # noqa: E731
+        generate = lambda cache: inferring(model, lambda: task.generate(model, batch, cache=cache), precision, device)()  # noqa: E731
 
     first = seconds(train_step, device)  # also the first warm-up; its time predicts the point's cost
     predicted = first * (warmup + repeats) * 2.5  # training, inference and latency, generously
@@ -131,7 +129,7 @@ def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch
         "peak_mem_infer_bytes": float(peak_memory(infer(), device)),
         # The same arithmetic in either precision, counted in fp32: under bf16 autocast the counter's
         # dispatch reaches kernels (oneDNN's bf16 LSTM) that refuse it.
-        "flops_train_step": float(count_flops(stepping("fp32"))),
+        "flops_train_step": float(count_flops(training_step(model, task, batch, optimizer, "fp32", device))),
         "flops_infer": float(count_flops(infer(autocast="fp32"))),
         "batch_size": float(batch.n_items),
         "timed_rounds": float(len(times["train"].samples)),
