@@ -34,7 +34,8 @@ def read_delimited(path: Path, columns: list[str], delimiter: str = ",", strip: 
     missing = [c for c in columns if c not in ds.column_names]
     if missing:
         raise DataError(f"{path}:1: header {ds.column_names} lacks column(s) {missing}")
-    out = {c: [str(v) for v in ds[c]] for c in columns}
+    # The Arrow columns whole: indexing ``ds[c]`` formats one row at a time (100x slower on SST-2's 67k rows).
+    out = {c: [str(v) for v in ds.data.column(c).to_pylist()] for c in columns}
     if strip:
         out = {c: [v.strip() for v in values] for c, values in out.items()}
     return out

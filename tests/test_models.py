@@ -106,3 +106,55 @@ def test_a_batch_without_padding_runs_unpacked_and_equals_the_packed_recurrence(
     with torch.no_grad():
         assert torch.allclose(enc(x, no_pads), reference, atol=1e-6)
         assert torch.equal(enc(x, no_pads), enc(x, None))  # the same call
+
+
+def packed_reference(enc, x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+    """What the packed path computes: the recurrence over each row's real positions only."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    lengths = (~pad).sum(dim=1)
+    packed, _ = enc.rnn(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
+    return enc.proj(pad_packed_sequence(packed, batch_first=True, total_length=x.size(1))[0]) * (~pad)[..., None]
+
+
+@pytest.mark.parametrize("cell", ["rnn", "lstm", "gru"])
+def test_right_padding_runs_the_fused_kernel_and_equals_the_packed_recurrence(cell, monkeypatch):
+    import suite.models.rnn as rnn_module
+
+    enc = rnn_module.RecurrentEncoder(16, cell, n_layers=2).eval()
+    x = torch.randn(4, 9, 16)
+    pad = torch.arange(9)[None] >= torch.tensor([9, 5, 1, 7])[:, None]  # right padding, as the collators make it
+    calls = []
+    monkeypatch.setattr(rnn_module, "pack_padded_sequence", lambda *a, **k: calls.append(1))  # fails if reached
+    with torch.no_grad():
+        out = enc(x, pad)
+    monkeypatch.undo()
+    assert calls == []
+    with torch.no_grad():
+        assert torch.allclose(out, packed_reference(enc, x, pad), atol=1e-6)
+    assert torch.all(out[pad] == 0)
+
+
+def test_a_two_way_recurrence_goes_through_packing(monkeypatch):
+    """Read backwards, the padding would come first: the two-way encoder must pack (an unpacked run gives
+    other outputs, which the comparison with the packed reference would see)."""
+    import suite.models.rnn as rnn_module
+
+    enc = rnn_module.RecurrentEncoder(16, "lstm", hidden_size=8, bidirectional=True).eval()
+    x = torch.randn(3, 8, 16)
+    pad = torch.arange(8)[None] >= torch.tensor([8, 3, 6])[:, None]
+    packs = []
+    real = rnn_module.pack_padded_sequence
+    monkeypatch.setattr(rnn_module, "pack_padded_sequence", lambda *a, **k: packs.append(1) or real(*a, **k))
+    with torch.no_grad():
+        out = enc(x, pad)
+    assert packs == [1]
+    with torch.no_grad():
+        assert torch.allclose(out, packed_reference(enc, x, pad), atol=1e-6)
+
+
+def test_padding_before_real_positions_is_refused():
+    enc = RecurrentEncoder(16, "gru", hidden_size=8)
+    pad = (torch.arange(8)[None] >= torch.tensor([8, 3])[:, None]).flip(1)
+    with pytest.raises(ValueError, match="right padding"):
+        enc(torch.randn(2, 8, 16), pad)
