@@ -51,7 +51,7 @@ define bench_attention_recall
 	$(PAR) $(RUN) -m $(BENCH_RECALL) model/attention=$(BENCH_RECALL_OTHERS)
 endef
 
-.PHONY: help install data fashion-mnist test test-slow precision-check bench bench-speed-lane bench-side-lane bench-tail-lane-transformer bench-tail-lane-lstm bench-compression bench-full bench-attention bench-attention-full patterns report perf gpu-check clean
+.PHONY: help install data fashion-mnist test test-slow precision-check bench bench-speed-lane bench-side-lane bench-tail-a bench-tail-b bench-compression bench-full bench-attention bench-attention-full patterns report perf gpu-check clean
 
 help: ## List the commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -73,7 +73,7 @@ fashion-mnist: ## Install Fashion-MNIST from Debian (dataset-fashion-mnist), if 
 	fi
 
 data: install fashion-mnist ## Prepare data/ from ../shared/data (links) and Fashion-MNIST
-	$(PYTHON) -m suite.datadir --source $(SHARED_DATA)
+	$(PYTHON) -m suite.data.datadir --source $(SHARED_DATA)
 
 test: data ## Run the tests (fast set; a few minutes)
 	$(PYTHON) -m pytest -m "not slow" -q
@@ -87,22 +87,29 @@ bench: data ## The quick benchmark (from a clean clone on 2 cores: 18 min on the
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB) task=image trainer.max_steps=1000
 	@# Two lanes at once, one core each: the speed points alone on one, training and scoring on the other.
 	$(MAKE) --no-print-directory -j2 bench-speed-lane bench-side-lane
-	@# Then one lane a model: the Transformer's translation, recall and news topics on one core, the LSTM's on the other.
-	$(MAKE) --no-print-directory -j2 bench-tail-lane-transformer bench-tail-lane-lstm
+	@# Then translation, recall and news topics, two lanes again.
+	$(MAKE) --no-print-directory -j2 bench-tail-a bench-tail-b
 	$(PYTHON) -m suite.report $(BENCH_DIR) --name quick --wandb
 	@echo "make bench: the runs and the report took $$(( $$(date +%s) - $$(cat $(BENCH_DIR)/.started) )) s (after set-up)"
 
-# make bench's last part, one lane a model (a sweep's pair on two cores would leave one idle while
-# the longer job finishes): translation at a fixed step budget, recall at 16-64 and news topics at
-# 64 and 256 with the key far from [CLS].
-bench-tail-lane-transformer bench-tail-lane-lstm: bench-tail-lane-%:
-	$(PAR) $(RUN) -m task=translation trainer=quick hydra.sweep.dir=$(BENCH_DIR)/translation \
-	  model=$* trainer.max_steps=$(BENCH_TRANSLATION_STEPS) trainer.progress=false \
-	  'hydra.sweep.subdir=$${task.name}-$${task.direction}-$${model.name}-s$${seed}'
-	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range \
-	  task=recall task.seq_len=16,32,64 model=$* trainer.max_steps=600 trainer.progress=false
-	$(PAR) $(RUN) -m experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range \
-	  task=news_topic task.seq_len=64,256 model=$* trainer.max_steps=150 trainer.progress=false
+# make bench's last part on two cores, one lane each (a sweep's pair on two cores would leave one idle
+# while the longer job finishes), balanced by the jobs' measured times: translation
+# at a fixed step budget, recall at 16-64 and news topics at 64 and 256.
+BENCH_TRANSLATION = task=translation trainer=quick hydra.sweep.dir=$(BENCH_DIR)/translation trainer.max_steps=$(BENCH_TRANSLATION_STEPS) \
+  trainer.progress=false 'hydra.sweep.subdir=$${task.name}-$${task.direction}-$${model.name}-s$${seed}'
+BENCH_RECALL_LENGTHS = experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range task=recall task.seq_len=16,32,64 trainer.max_steps=600 trainer.progress=false
+BENCH_NEWS = experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range task=news_topic trainer.max_steps=150 trainer.progress=false
+
+bench-tail-a:
+	$(PAR) $(RUN) -m $(BENCH_TRANSLATION) model=transformer
+	$(PAR) $(RUN) -m $(BENCH_NEWS) task.seq_len=256 model=transformer
+	$(PAR) $(RUN) -m $(BENCH_RECALL_LENGTHS) model=lstm
+
+bench-tail-b:
+	$(PAR) $(RUN) -m $(BENCH_TRANSLATION) model=lstm
+	$(PAR) $(RUN) -m $(BENCH_RECALL_LENGTHS) model=transformer
+	$(PAR) $(RUN) -m $(BENCH_NEWS) task.seq_len=64 model=transformer,lstm
+	$(PAR) $(RUN) -m $(BENCH_NEWS) task.seq_len=256 model=lstm
 
 # make bench's speed lane: every point alone on its core, one thread. A training process on the
 # other core moved a point no more than two quiet runs differ (GRU at 1024: 11.4k tokens/s against
@@ -113,8 +120,8 @@ bench-speed-lane:
 	  task.seq_len=64,256,1024,4096 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120 job.max_len=4096
 	$(PAR) $(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_explicit_attention \
 	  model=transformer model/attention=explicit task.seq_len=64,256,1024 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120
-	@# fp32, and bf16 where the CPU has bf16 instructions (suite.numerics.timed_precisions: AVX2 alone emulates it at ~1 GFLOP/s)
-	$(PAR) $(RUN) -m experiment=mfu_standard hydra.sweep.dir=$(BENCH_DIR)/mfu_standard job.precision=$$($(PYTHON) -m suite.numerics --timed) 'hydra.sweep.subdir=$${job.precision}'
+	@# fp32, and bf16 where the CPU has bf16 instructions (suite.runtime.numerics.timed_precisions: AVX2 alone emulates it at ~1 GFLOP/s)
+	$(PAR) $(RUN) -m experiment=mfu_standard hydra.sweep.dir=$(BENCH_DIR)/mfu_standard job.precision=$$($(PYTHON) -m suite.runtime.numerics --timed) 'hydra.sweep.subdir=$${job.precision}'
 	$(bench_attention_speed)
 
 # make bench's other lane: the language models, compression of the SST-2 Transformer just
@@ -186,16 +193,16 @@ bench-attention-full: data ## Efficient attention in full: every variant's speed
 	$(PYTHON) -m suite.report $(BENCH_FULL_DIR)/attention_speed $(BENCH_FULL_DIR)/attention_speed_lstm $(LRA_DIR) --name attention
 
 patterns: install ## Draw each attention variant's key pattern (probed from the code) into results/attention_patterns/
-	$(PYTHON) -m suite.attention_patterns --out results/attention_patterns
+	$(PYTHON) -m suite.report.attention_patterns --out results/attention_patterns
 
 report: install ## Rebuild results/<NAME>/ from run directories: make report RUNS=runs/bench-quick NAME=quick
 	$(PYTHON) -m suite.report $(RUNS) --name $(NAME)
 
 perf: install ## Our encoder against torch.nn.TransformerEncoder: training-step and inference time, as ratios, in fp32 and in the precision `auto` picks
-	$(PYTHON) -m suite.perf
+	$(PYTHON) -m suite.tools.perf
 
 precision-check: install ## fp32 against bf16 autocast for every model family, side by side, one thread: does precision=auto pick the faster here?
-	$(PAR) $(PYTHON) -m suite.precision_check
+	$(PAR) $(PYTHON) -m suite.tools.precision_check
 
 clean: ## Remove run outputs (outputs/, multirun/, runs/); keeps results/ and .venv
 	rm -rf outputs multirun runs

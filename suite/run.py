@@ -5,7 +5,7 @@
 
 The jobs (train, evaluate, speed, gradient_flow) live in ``suite/jobs/``. Every run writes
 ``result.json`` into its Hydra run directory, whatever happens: a run that fails, diverges or
-runs out of memory is recorded with that status (a ``suite.failures.RunFailure`` carries its
+runs out of memory is recorded with that status (a ``suite.runtime.failures.RunFailure`` carries its
 own), and a multirun goes on to the next job.
 """
 from __future__ import annotations
@@ -27,13 +27,20 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from suite import distributed, numerics
-from suite.datadir import DataError
-from suite.failures import status_of
+from suite.data.datadir import DataError
 from suite.jobs.prepare import model_label, planned_fields
-from suite.results import RESULT_FILE, ResultRecord, device_description, git_commit, library_versions, read_result
-from suite.tracking import NullTracker, Tracker
-from suite.failures import Interrupted
+from suite.runtime import distributed, numerics
+from suite.runtime.device import resolve_device
+from suite.runtime.failures import Interrupted, status_of
+from suite.runtime.record import (
+    RESULT_FILE,
+    ResultRecord,
+    device_description,
+    git_commit,
+    library_versions,
+    read_result,
+)
+from suite.runtime.tracking import NullTracker, Tracker
 
 log = logging.getLogger("suite.run")
 
@@ -42,13 +49,6 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def resolve_device(name: str) -> torch.device:
-    """'auto' picks CUDA when present, else the CPU."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
 
 
 def make_tracker(cfg: DictConfig, run_dir: Path, multirun: bool) -> Tracker:
@@ -86,7 +86,7 @@ class SweepCollision(RuntimeError):
 
 def refuse_collision(existing: ResultRecord | None, run_dir: Path, config: dict[str, Any]) -> None:
     """Raise ``SweepCollision`` when ``existing`` (``run_dir``'s record) is of another config (the same config resumes)."""
-    from suite.train import config_differences
+    from suite.training.trainer import config_differences
 
     if existing is None or not existing.config or existing.config == config:
         return

@@ -21,8 +21,8 @@ from torchmetrics.functional.classification import (
     multiclass_f1_score,
 )
 
+from suite.models.classifier import build_classifier
 from suite.models.heads import ClsPooling
-from suite.models.model import build_classifier
 from suite.types import Batch, Readable
 
 Metrics = Callable[[Tensor, Tensor, int], dict[str, float]]

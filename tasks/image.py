@@ -34,9 +34,9 @@ from torch.utils.data import Dataset
 from torchvision.datasets import MNIST, FashionMNIST
 from torchvision.transforms import v2
 
-from suite.datadir import DataError, require
+from suite.data.datadir import DataError, require
+from suite.data.splits import stratified_split
 from suite.models.embeddings import PatchEmbedding
-from suite.splits import stratified_split
 from suite.types import Batch
 from tasks.classification import Artifact, ClassificationData, ClassificationTask
 

@@ -17,10 +17,10 @@ from functools import partial
 
 import torch
 
-from suite.datadir import require
-from suite.splits import dedupe
-from suite.tables import read_jsonl
-from suite.text import EOS, PAD, SPECIALS, byte_lengths, encode, train_byte_bpe
+from suite.data.datadir import require
+from suite.data.readers import read_jsonl
+from suite.data.splits import dedupe
+from suite.data.tokenizers import EOS, PAD, SPECIALS, byte_lengths, encode, train_byte_bpe
 from tasks.next_token import Corpus, NextTokenTask, join_documents
 from tasks.summarization import bbc_split_rows
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
+from suite.data.tokenizers import BYTE_PAD, BYTE_VOCAB, PAD, byte_names, encode, train_bpe, utf8_ids
 from suite.models.embeddings import TokenEmbedding
-from suite.text import BYTE_PAD, BYTE_VOCAB, PAD, byte_names, encode, train_bpe, utf8_ids
 from tasks.classification import ClassificationData, ClassificationTask, TokenDataset, pad_collate
 from tasks.summarization import bbc_split_rows
 

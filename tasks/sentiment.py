@@ -9,11 +9,11 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from suite.datadir import DataError, require
+from suite.data.datadir import DataError, require
+from suite.data.readers import parse_labels, read_delimited
+from suite.data.splits import dedupe, stratified_split
+from suite.data.tokenizers import PAD, encode, train_bpe
 from suite.models.embeddings import TokenEmbedding
-from suite.splits import dedupe, stratified_split
-from suite.tables import parse_labels, read_delimited
-from suite.text import PAD, encode, train_bpe
 from tasks.classification import ClassificationData, ClassificationTask, TokenDataset, pad_collate
 
 LABELS = {"0": 0, "1": 1}

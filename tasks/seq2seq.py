@@ -23,10 +23,10 @@ from tokenizers import Tokenizer
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from suite.datadir import DataError
-from suite.decode import greedy
+from suite.data.datadir import DataError
+from suite.data.tokenizers import BOS, EOS, PAD, decode, encode
+from suite.generation.search import greedy
 from suite.models.seq2seq import Seq2Seq, build_seq2seq
-from suite.text import BOS, EOS, PAD, decode, encode
 from suite.types import Batch, Readable
 
 
@@ -40,7 +40,7 @@ class TextPair:
 
 
 Scorer = Callable[[list[str], list[TextPair]], dict[str, float]]
-Search = Callable[..., list[list[int]]]  # suite.decode.greedy / beam_search with their options bound
+Search = Callable[..., list[list[int]]]  # suite.generation.search.greedy / beam_search with their options bound
 
 
 @dataclass
@@ -140,7 +140,7 @@ class Seq2SeqTask:
         dataset: dataset name within the task.
         load: builds the ``Seq2SeqData`` (called once, by ``setup``).
         scorer: (hypotheses, pairs) -> metrics, higher is better.
-        search: decoding for the test sets (``suite.decode`` function with options bound).
+        search: decoding for the test sets (``suite.generation.search`` function with options bound).
         val_search: decoding for validation (model selection), usually the cheaper greedy.
         max_source_len, max_target_len: token limits (longer inputs and targets are truncated;
             generation stops at ``max_target_len`` tokens).

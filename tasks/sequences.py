@@ -5,7 +5,7 @@ the files, where each label comes from (the file name, a column, or a FASTA head
 the alphabet and its ambiguity codes, and the split rule. A new dataset needs no code.
 
 FASTA is read with Biopython's ``SeqIO``, CSV/TSV through Hugging Face ``datasets``
-(``suite.tables``). Only the sequence reaches the model: FASTA headers can leak the label
+(``suite.data.readers``). Only the sequence reaches the model: FASTA headers can leak the label
 (AMP Scanner's ids tell AMPs from decoys) and are used for nothing but the label rule and
 error messages. Residues become overlapping k-mer tokens (k=1: one token per residue); a
 k-mer holding an ambiguity code (e.g. IUPAC N) becomes [UNK]; any other symbol is an error
@@ -21,11 +21,19 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
-from suite.datadir import DataError, require
+from suite.data.datadir import DataError, require
+from suite.data.readers import read_delimited
+from suite.data.splits import consistent_unique, stratified_split
 from suite.models.embeddings import TokenEmbedding
-from suite.splits import consistent_unique, stratified_split
-from suite.tables import read_delimited
-from tasks.classification import Artifact, ClassificationData, ClassificationTask, Metrics, TokenDataset, accuracy_f1, pad_collate
+from tasks.classification import (
+    Artifact,
+    ClassificationData,
+    ClassificationTask,
+    Metrics,
+    TokenDataset,
+    accuracy_f1,
+    pad_collate,
+)
 
 log = logging.getLogger(__name__)
 PAD, UNK = 0, 1

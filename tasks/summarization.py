@@ -18,16 +18,16 @@ from functools import partial
 
 from rouge_score import rouge_scorer
 
-from suite.datadir import require
-from suite.splits import dedupe, stratified_split
-from suite.tables import read_jsonl
-from suite.text import train_bpe
+from suite.data.datadir import require
+from suite.data.readers import read_jsonl
+from suite.data.splits import dedupe, stratified_split
+from suite.data.tokenizers import train_bpe
 from tasks.seq2seq import Search, Seq2SeqData, Seq2SeqTask, TextPair
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 DATASETS = ("aeslc", "bbc")
 # Per-dataset defaults for what the config leaves null: (max_source_len, max_target_len, lead_sentences).
-# BBC's Lead-7: its training summaries have a median of seven sentences (suite.text.split_sentences).
+# BBC's Lead-7: its training summaries have a median of seven sentences (suite.data.tokenizers.split_sentences).
 DEFAULTS = {"aeslc": (256, 32, 1), "bbc": (512, 256, 7)}
 
 # A sentence end glued to the next sentence: . ! or ? after a lowercase letter, digit, %, ), a

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import sacrebleu
 
-from suite.datadir import DataError, require
-from suite.text import train_bpe
+from suite.data.datadir import DataError, require
+from suite.data.tokenizers import train_bpe
 from tasks.seq2seq import Search, Seq2SeqData, Seq2SeqTask, TextPair
 
 TEST_SETS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr")

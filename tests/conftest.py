@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
 
-from suite import numerics
-from suite.datadir import data_root
+from suite.data.datadir import data_root
+from suite.runtime import numerics
+from suite.runtime.compose import composed
 
 # As every run of the suite does, before any thread pool exists (threads inherit the mode).
 numerics.set_flush_denormals(True)
@@ -35,12 +35,7 @@ TINY_MODEL = ["model.d_model=32", "++model.backbone.d_ff=64", "++model.backbone.
 
 def compose_config(*overrides: str, tiny: bool = True) -> DictConfig:
     """The real composed config (as ``python -m suite.run`` sees it), optionally shrunk."""
-    extra = []
-    if tiny:
-        extra = ["trainer=smoke", "logger=none"]
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[*extra, *overrides], return_hydra_config=False)
-    return cfg
+    return composed(["trainer=smoke", *overrides] if tiny else list(overrides), logger="none" if tiny else None)
 
 
 def shrink(cfg: DictConfig) -> DictConfig:

@@ -62,7 +62,7 @@ def test_explicit_attention_memory_grows_quadratically_where_the_fused_kernel_do
     # Bytes of one forward + backward from the allocator's own events: the explicit path keeps the
     # (B, H, L, L) weights, so doubling L roughly quadruples its peak; the fused kernel's grows ~2x.
     from suite.attention.explicit import ExplicitAttention
-    from suite.measure import peak_memory
+    from suite.measure.memory import peak_memory
 
     def peak(core, length):
         q, k, v = (torch.randn(2, 4, length, 16, requires_grad=True) for _ in range(3))

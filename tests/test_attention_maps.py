@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from suite.attention import FullAttention, implied_weights
-from suite.attention_patterns import key_pattern, main as patterns_main
+from suite.attention.catalog import key_pattern
+from suite.report.attention_patterns import main as patterns_main
 from suite.run import execute
 from tests.conftest import TINY_TASK, compose_config, need_data, shrink
 from tests.test_attention_variants import SMALL, VARIANTS, make_core, padding, qkv
@@ -35,7 +36,7 @@ def test_full_attentions_implied_weights_are_its_softmax():
 
 
 def test_the_probed_pattern_is_each_variants_own():
-    from suite.attention_patterns import build
+    from suite.attention.catalog import build
 
     i = torch.arange(32)
     band = (i[:, None] - i[None]).abs() <= 8

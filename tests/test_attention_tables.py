@@ -1,7 +1,7 @@
 """The efficient-attention tables, from synthetic records: LRA Table 2's form (speed, memory, crossover)."""
-from suite.efficiency import crossover, efficiency_rows
-from suite.report import main as report_main
-from suite.results import ResultRecord
+from suite.report.build import main as report_main
+from suite.report.efficiency import crossover, efficiency_rows
+from suite.runtime.record import ResultRecord
 
 MiB = 2**20
 SPEED_JOB = {"_target_": "suite.jobs.speed.speed_job", "batch_size": 4}
@@ -93,7 +93,7 @@ def test_the_report_writes_the_table_beside_the_speed_table(tmp_path):
 
 # --- the LRA-style accuracy table --------------------------------------------------------------
 
-from suite.lra import PUBLISHED, lra_rows  # noqa: E402
+from suite.report.lra_table import PUBLISHED, lra_rows  # noqa: E402
 
 TRAIN_JOB = {"_target_": "suite.jobs.train.train_job"}
 LRA_TASKS = {"listops": ("long_range", "listops", 2048), "recall": ("long_range", "recall", 1024), "text": ("news_topic", "bbc", 4096), "image": ("image", "fashion_mnist", 784)}

@@ -79,7 +79,7 @@ def tiny_translation(subset_data, *extra: str):
 
 def test_sequence_distillation_trains_the_student_on_the_teachers_outputs_decoded_once(subset_data):
     from suite.compress.sequence_distill import SequenceDistillationTask
-    from suite.text import BOS, EOS, PAD
+    from suite.data.tokenizers import BOS, EOS, PAD
 
     cfg = tiny_translation(subset_data)
     prepared = prepare(cfg, CPU)

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from suite import numerics
 from suite.run import execute
+from suite.runtime import numerics
 from tests.conftest import compose_config, shrink
 
 TINY = ["task=long_range", "task.seq_len=16", "task.n_train=64", "task.n_val=16", "task.n_test=16"]

@@ -4,13 +4,13 @@ import torch
 
 from suite.compress.importance import gate_importance
 from suite.compress.method import Context
-from suite.callbacks import Callback
 from suite.compress.prune import GradualPruning, MagnitudePruning, pruned_sparsity
 from suite.compress.slicing import keep_heads, keep_neurons
 from suite.compress.structured import StructuredPruning, heads_to_keep, neurons_to_keep
 from suite.jobs.prepare import prepare
 from suite.models.transformer import DecoderLayer, Encoder
-from suite.train import limited
+from suite.training.callbacks import Callback
+from suite.training.trainer import limited
 from tests.conftest import compose_config, shrink
 
 CPU = torch.device("cpu")

@@ -1,8 +1,6 @@
 """Quantization and export: outputs close to fp32 on a tiny model, weights counted in the form they are stored."""
 import pytest
 import torch
-
-from suite import numerics
 from torch import nn
 
 from suite.compress.footprint import count_weights, linear_bytes, serialized_bytes
@@ -10,6 +8,7 @@ from suite.compress.method import Context
 from suite.compress.onnx_export import OnnxModel, OnnxRuntime
 from suite.compress.quantize import Bf16Weights, DynamicInt8
 from suite.jobs.prepare import prepare
+from suite.runtime import numerics
 from tests.conftest import compose_config, shrink
 
 CPU = torch.device("cpu")

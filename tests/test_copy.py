@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from suite.decode import beam_search, greedy
+from suite.generation.search import beam_search, greedy
 from suite.models.copy import PointerGenerator
 from suite.models.seq2seq import build_seq2seq
 from tests.conftest import compose_config, shrink

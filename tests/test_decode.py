@@ -4,10 +4,10 @@ import math
 import pytest
 import torch
 
-from suite import decode_bench
-from suite.decode import beam_search, greedy
+from suite.generation.search import beam_search, greedy
 from suite.models.heads import Generator
 from suite.models.seq2seq import build_seq2seq
+from suite.tools import decode_bench
 from tests.conftest import compose_config, shrink
 
 BOS, EOS, VOCAB = 2, 3, 50

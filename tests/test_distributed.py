@@ -19,11 +19,11 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from suite.callbacks import Callback
-from suite.distributed import World
-from suite.results import RESULT_FILE, read_result
-from suite.schedules import warmup_cosine
-from suite.train import Trainer
+from suite.runtime.distributed import World
+from suite.runtime.record import RESULT_FILE, read_result
+from suite.training.callbacks import Callback
+from suite.training.schedules import warmup_cosine
+from suite.training.trainer import Trainer
 from tasks.long_range import build
 from tests.conftest import compose_config, shrink
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from suite.generate import Sampling, choose, fit_to_context, generate, top_k_filter, top_p_filter
+from suite.generation.sampling import Sampling, choose, fit_to_context, generate, top_k_filter, top_p_filter
 from suite.jobs.generate import command_line_prompts
 from suite.run import execute
 from tests.conftest import LM_VOCAB as V
@@ -47,7 +47,7 @@ def test_greedy_ignores_the_temperature_and_filters_keep_what_they_should():
 
 
 def test_a_long_prompt_is_cut_from_the_left_with_a_warning(caplog):
-    with caplog.at_level(logging.WARNING, logger="suite.generate"):
+    with caplog.at_level(logging.WARNING, logger="suite.generation.sampling"):
         ids, dropped = fit_to_context([3, *range(10, 30)], 6, 16, keep_first=1)
     assert dropped == 11 and ids == [3, *range(21, 30)] and len(ids) + 6 == 16  # the start marker stays
     assert "first 11 tokens are dropped" in caplog.text
@@ -78,7 +78,7 @@ def test_generate_job_writes_samples_and_handles_long_prompts(tmp_path, bbc_dir,
     assert trained.status == "ok", trained.error
     checkpoint = tmp_path / "train" / "checkpoints" / "best.pt"
     long_prompt = "the minister said " * 20
-    with caplog.at_level(logging.WARNING, logger="suite.generate"):
+    with caplog.at_level(logging.WARNING, logger="suite.generation.sampling"):
         record = run(tmp_path / "gen", bbc_dir, "model=transformer", "job=generate", f"job.checkpoint={checkpoint}", f"job.prompts=[shares rose,{long_prompt}]",
                      "job.num_samples=2", "job.max_new_tokens=6")
     assert record.status == "ok", record.error

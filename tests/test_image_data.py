@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from suite.datadir import DataError
+from suite.data.datadir import DataError
 from tasks.image import SOURCES, load, read_idx
 from tests.conftest import need_data
 

@@ -2,10 +2,10 @@
 import pytest
 import torch
 
-from suite.failures import Diverged, Interrupted, PointSkipped, PointTimeout, RunFailure, status_of
 from suite.jobs.prepare import planned_fields, prepare
-from suite.models.model import count_parameters
+from suite.models.classifier import count_parameters
 from suite.run import execute
+from suite.runtime.failures import Diverged, Interrupted, PointSkipped, PointTimeout, RunFailure, status_of
 from tests.conftest import CONF, compose_config, shrink
 
 TASKS = sorted(p.stem for p in (CONF / "task").glob("*.yaml"))

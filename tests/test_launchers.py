@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from suite.results import RESULT_FILE, read_result
+from suite.runtime.record import RESULT_FILE, read_result
 from tests.conftest import CONF
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,8 +13,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from suite.results import RESULT_FILE, read_result
 from suite.run import execute
+from suite.runtime.record import RESULT_FILE, read_result
 from tasks.language_model import build, first_occurrences, load
 from tasks.next_token import Corpus, Tally, Windows, scored_nll, sliding_windows, training_windows, window_collate
 from tests.conftest import LM_VOCAB as V

@@ -34,7 +34,7 @@ def test_generation_cost_job_measures_time_and_state(tmp_path):
 
 
 def test_lm_report_draws_the_figures(tmp_path, bbc_dir):
-    from suite.lm_report import main
+    from suite.report.lm_tables import main
 
     run(tmp_path / "runs" / "ctx", bbc_dir, "model=lstm", "job=context_use", "job.contexts=[2,4]", "job.n_targets=6")
     execute(shrink(compose_config("task=language_model", "model=lstm", "job=generation_cost", "job.lengths=[4,8]", "job.compare_tokens=4", "job.prompt_tokens=2", "job.repeats=1", "job.warmup=0", "job.min_time_s=0", "job.vocab_size=40")), tmp_path / "runs" / "cost")

@@ -7,7 +7,7 @@ import pytest
 import torch
 from hydra.errors import InstantiationException
 
-from suite.generate import Sampling, generate
+from suite.generation.sampling import Sampling, generate
 from suite.jobs.generation_cost import state_bytes
 from tests.conftest import LM_VOCAB as V
 from tests.conftest import tiny_lm

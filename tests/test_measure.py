@@ -2,10 +2,11 @@
 import pytest
 import torch
 
-from suite.measure import count_flops, peak_memory
+from suite.measure.flops import count_flops
+from suite.measure.memory import peak_memory
 from suite.models.transformer import Encoder, EncoderLayer
-from suite.results import RESULT_FILE, read_result
 from suite.run import execute
+from suite.runtime.record import RESULT_FILE, read_result
 from tests.conftest import TINY_TASK, compose_config, shrink
 
 
@@ -88,7 +89,7 @@ def test_encoder_layer_flops_match_the_analytic_count():
 
 
 def test_lstm_flops_match_the_analytic_count_forward_and_backward():
-    # The fused oneDNN LSTM kernel is uncounted by FlopCounterMode; suite.measure adds its formula.
+    # The fused oneDNN LSTM kernel is uncounted by FlopCounterMode; suite.measure.flops adds its formula.
     b, t, i, h = 3, 7, 16, 32
     lstm = torch.nn.LSTM(i, h, num_layers=2, batch_first=True)
     x = torch.randn(b, t, i, requires_grad=True)
@@ -100,7 +101,7 @@ def test_lstm_flops_match_the_analytic_count_forward_and_backward():
 def test_cudnn_rnn_formula_counts_every_layer_and_direction():
     # The CUDA path cannot run here; its formula is checked on the shapes cuDNN's op receives:
     # a 2-layer bidirectional LSTM (4 gates), input (T=7, B=3, I=16), hidden 32.
-    from suite.measure import flop_mapping
+    from suite.measure.flops import flop_mapping
 
     t, b, i, h = 7, 3, 16, 32
     layer1 = [torch.Size([4 * h, i]), torch.Size([4 * h, h]), torch.Size([4 * h]), torch.Size([4 * h])] * 2
@@ -141,7 +142,7 @@ def test_others_load_counts_cpu_time_that_is_not_ours(tmp_path):
     import os
     import time
 
-    from suite.contention import OthersLoad
+    from suite.measure.contention import OthersLoad
 
     tick = os.sysconf("SC_CLK_TCK")
     stat = tmp_path / "stat"

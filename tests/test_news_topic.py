@@ -1,7 +1,7 @@
 """BBC News topics: BPE tokens or UTF-8 bytes (LRA's Text task reads bytes), the same split either way."""
 import pytest
 
-from suite.text import BYTE_PAD, BYTE_VOCAB, byte_names, utf8_ids
+from suite.data.tokenizers import BYTE_PAD, BYTE_VOCAB, byte_names, utf8_ids
 from tasks.news_topic import build
 from tests.conftest import need_data
 

@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from suite import numerics
-from suite.results import RESULT_FILE, ResultRecord, read_result
 from suite.run import execute
+from suite.runtime import numerics
+from suite.runtime.record import RESULT_FILE, ResultRecord, read_result
 from tests.conftest import compose_config, shrink
-
 
 X86 = pytest.mark.skipif(not torch.backends.cpu.get_cpu_capability().startswith("AVX"), reason="flush-to-zero is an x86 mode")
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +36,7 @@ def test_a_run_has_denormals_flushed_and_records_it(flush, tmp_path):
 
 @X86
 def test_the_probe_tells_flushed_from_not():
-    script = ("import torch; from suite import numerics as n; torch.set_num_threads(2); a = n.denormals_flushed(); "
+    script = ("import torch; from suite.runtime import numerics as n; torch.set_num_threads(2); a = n.denormals_flushed(); "
               "b = n.set_flush_denormals(True); print(a, b)")
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True).stdout.split()
     assert out == ["False", "True"]

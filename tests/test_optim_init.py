@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from suite.optim import decay_groups
-from suite.train import Trainer
+from suite.training.optim import decay_groups
+from suite.training.trainer import Trainer
 from tasks.long_range import build
 from tests.conftest import compose_config, shrink
 

@@ -1,10 +1,9 @@
 """The perf benchmark and the report run and print what they promise (figures, not limits)."""
-import json
 
-from suite.measure import summarise, time_calls
-from suite.perf import main as perf_main
-from suite.report import main as report_main
-from suite.results import ResultRecord
+from suite.measure.timing import summarise, time_calls
+from suite.report.build import main as report_main
+from suite.runtime.record import ResultRecord
+from suite.tools.perf import main as perf_main
 
 
 def test_timing_summary_orders_quartiles():
@@ -64,7 +63,7 @@ def test_report_shows_each_decoding_of_evaluated_weights_on_its_own_row(tmp_path
 
 
 def test_speed_series_split_by_size_only_when_sizes_differ():
-    from suite.plots import series_by_model
+    from suite.report.plots import series_by_model
 
     def rec(model, width, length):
         return ResultRecord(status="ok", task="long_range", dataset="recall", seed=0, model=model, seq_len=length, speed={"train_step_ms": float(length)},
@@ -126,7 +125,7 @@ def test_report_builds_its_files_from_a_multirun_made_here(tmp_path):
 
 
 def test_cpu_runs_name_the_cpu_model(tmp_path):
-    from suite.results import cpu_name
+    from suite.runtime.record import cpu_name
 
     info = tmp_path / "cpuinfo"
     info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9R14 96-Core Processor\n")
@@ -151,7 +150,7 @@ def test_runs_that_differ_in_a_setting_are_never_pooled(tmp_path):
 
 
 def test_variant_labels_name_only_what_differs():
-    from suite.variants import variant_labels
+    from suite.report.run_settings import variant_labels
 
     a = {"seed": 0, "trainer": {"lr": 0.001, "progress": True}, "task": {"k": None}}
     b = {"seed": 1, "trainer": {"lr": 0.002, "progress": False}}  # lacks task.k, which a leaves null: no difference
@@ -188,7 +187,7 @@ def test_headline_sets_models_side_by_side_marks_the_best_and_flags_cut_runs(tmp
 
 
 def test_numbers_are_formatted_for_people():
-    from suite import formatting as fmt
+    from suite.report import formatting as fmt
 
     assert [fmt.metric(v) for v in (0.8043, 18.93, 0.0308, 123.4, 2.0)] == ["0.804", "18.9", "0.031", "123", "2.00"]
     assert [fmt.rate(v) for v in (938.2, 9388.0, 175_234.0, 1_234_567.0)] == ["938", "9.39k", "175k", "1.23M"]
@@ -196,7 +195,7 @@ def test_numbers_are_formatted_for_people():
 
 
 def test_compare_pairs_two_benchmark_runs_and_judges_metrics_not_speed(tmp_path, capsys):
-    from suite.compare import main as compare_main
+    from suite.report.compare import main as compare_main
 
     def rec(root, name, acc, tok_s):
         ResultRecord(status="ok", task="sentiment", dataset="sst2", model="lstm", seed=0, metrics={"accuracy": acc, "val_accuracy": 0.5},
@@ -232,7 +231,7 @@ def test_time_calls_keeps_timing_until_the_rounds_span_the_minimum():
 def test_a_new_task_needs_no_name_in_the_report(tmp_path):
     # A task the report has never heard of: its headline metric is the one its records name, and
     # trained at two lengths it is plotted against length (and left out of the per-domain bars).
-    from suite.plots import domain_bars, length_studies, primary
+    from suite.report.plots import domain_bars, length_studies, primary
 
     def rec(task, length, model="m"):
         return ResultRecord(status="ok", task=task, dataset="d", model=model, seed=0, seq_len=length, metrics={"a_score": 0.1, "z_score": 0.7 + length / 1000},
@@ -250,7 +249,7 @@ def test_a_new_task_needs_no_name_in_the_report(tmp_path):
 
 
 def test_speed_points_that_differ_in_a_hidden_setting_are_labelled_by_it():
-    from suite.report import speed_rows
+    from suite.report.build import speed_rows
 
     def rec(features, length):
         return ResultRecord(status="ok", task="long_range", dataset="recall", seed=0, model="transformer", seq_len=length, attention="performer",

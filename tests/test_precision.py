@@ -2,12 +2,12 @@
 import pytest
 import torch
 
-from suite import numerics
-from suite.measure import matmul_peak
+from suite.measure.flops import matmul_peak
 from suite.models.rnn import RecurrentEncoder, run_cell
-from suite.precision_check import Row
-from suite.precision_check import main as precision_check
 from suite.run import execute
+from suite.runtime import numerics
+from suite.tools.precision_check import Row
+from suite.tools.precision_check import main as precision_check
 from tests.conftest import TINY_TASK, compose_config, shrink
 
 CPU = torch.device("cpu")
@@ -116,8 +116,8 @@ def test_flops_are_counted_alike_in_either_precision(model, tmp_path):
 
 
 def test_compare_never_calls_runs_of_another_precision_or_cpu_kind_the_same(tmp_path, capsys):
-    from suite.compare import main as compare_main
-    from suite.results import ResultRecord
+    from suite.report.compare import main as compare_main
+    from suite.runtime.record import ResultRecord
 
     def rec(root, name, precision, capability):
         ResultRecord(status="ok", task="sentiment", dataset="sst2", model="transformer", seed=0, metrics={"accuracy": 0.8}, precision=precision,

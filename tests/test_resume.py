@@ -16,11 +16,12 @@ import pytest
 import torch
 from hydra.utils import instantiate
 
-from suite.callbacks import Callback
-from suite.checkpoint import atomic_save
-from suite.results import RESULT_FILE, read_result
-from suite.schedules import warmup_cosine
-from suite.train import LAST, Trainer
+from suite.runtime.files import atomic_save
+from suite.runtime.record import RESULT_FILE, read_result
+from suite.training.callbacks import Callback
+from suite.training.checkpoint import LAST
+from suite.training.schedules import warmup_cosine
+from suite.training.trainer import Trainer
 from tasks.long_range import build
 from tests.conftest import compose_config, need_data, shrink
 
@@ -108,6 +109,30 @@ def test_a_checkpoint_of_another_configuration_is_refused_with_the_difference(tm
     atomic_save(saved, tmp_path / LAST)
     with pytest.raises(ValueError, match="does not fit this model"):
         make_trainer().fit(fresh(task, model_cfg), task, cpu, seed=0, checkpoint_dir=tmp_path, identity={"seed": 0, "model": {"d_model": 32}})
+
+
+class Planted:
+    """A pickle that runs code when loaded: it would create ``self.path``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (self.path,))
+
+
+def test_every_checkpoint_loads_as_weights_only_and_a_crafted_pickle_is_refused_unrun(tmp_path):
+    task, model_cfg = recall_task()
+    cpu = torch.device("cpu")
+    with pytest.raises(RuntimeError, match="crash"):
+        make_trainer(checkpoint_every_s=0).fit(fresh(task, model_cfg), task, cpu, seed=0, checkpoint_dir=tmp_path, callbacks=[Crash(3)], identity={"seed": 0})
+    saved = torch.load(tmp_path / LAST, weights_only=True)  # what resuming reads: tensors and plain values only
+    assert saved["step"] == 2  # saved after every step; the crash came in step 3's callbacks, before its save
+    planted = tmp_path / "code-ran"
+    torch.save(saved | {"callbacks": [Planted(planted)]}, tmp_path / LAST)
+    with pytest.raises(ValueError, match="more than tensors and plain values"):
+        make_trainer().fit(fresh(task, model_cfg), task, cpu, seed=0, checkpoint_dir=tmp_path, identity={"seed": 0})
+    assert not planted.exists()
 
 
 def test_resume_to_a_missing_file_names_it(tmp_path):

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from hydra.utils import instantiate
 
-from suite.results import RESULT_FILE, read_result
 from suite.run import execute
+from suite.runtime.record import RESULT_FILE, read_result
 from tests.conftest import CONF, TINY_TASK, compose_config, need_data, shrink
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -259,7 +259,7 @@ def test_evaluate_job_names_a_missing_or_mismatched_checkpoint(tmp_path, subset_
 def test_evaluate_job_decodes_validation_with_the_search_it_scores():
     from functools import partial
 
-    from suite.decode import beam_search
+    from suite.generation.search import beam_search
     from suite.jobs.evaluate import evaluation_task
 
     task = evaluation_task(compose_config("task=summarization", "task.search.length_penalty=1.7").task)

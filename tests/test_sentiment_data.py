@@ -3,7 +3,7 @@ from collections import Counter
 
 import pytest
 
-from suite.splits import dedupe, stratified_split
+from suite.data.splits import dedupe, stratified_split
 from tasks.sentiment import read_polarity, rt_polarity_splits, sst2_splits
 from tests.conftest import need_data
 
@@ -43,7 +43,7 @@ def test_rt_polarity_decodes_cp1252_and_splits_on_newline_only():
 
 
 def test_a_byte_that_is_not_utf8_names_file_and_line(tmp_path):
-    from suite.datadir import DataError
+    from suite.data.datadir import DataError
     from tasks.sentiment import read_sst2
 
     path = tmp_path / "train.tsv"
@@ -55,7 +55,7 @@ def test_a_byte_that_is_not_utf8_names_file_and_line(tmp_path):
 def test_a_label_that_is_not_an_integer_names_file_and_line(tmp_path):
     # Beyond the parser's first block of rows (10,000 in datasets' CSV reader) the column was
     # inferred as integers, and a later 'positive' failed in Arrow naming no line.
-    from suite.datadir import DataError
+    from suite.data.datadir import DataError
     from tasks.sentiment import read_sst2
 
     path = tmp_path / "train.tsv"

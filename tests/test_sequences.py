@@ -6,7 +6,7 @@ import pytest
 import torch
 from hydra.utils import instantiate
 
-from suite.datadir import DataError
+from suite.data.datadir import DataError
 from suite.run import execute
 from tasks.sequences import UNK, KmerVocab, SequenceSource, load
 from tests.conftest import compose_config, need_data, shrink
@@ -179,6 +179,6 @@ def test_a_bad_record_fails_the_run_before_training_and_names_it(tmp_path):
 
 
 def test_consistent_unique_keeps_first_copies_and_drops_conflicts():
-    from suite.splits import consistent_unique
+    from suite.data.splits import consistent_unique
 
     assert consistent_unique(["a", "b", "a", "c", "c"], [0, 1, 0, 1, 2]) == [0, 1]

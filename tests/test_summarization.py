@@ -5,10 +5,10 @@ import pytest
 import torch
 from rouge_score import rouge_scorer
 
-from suite.datadir import DataError
-from suite.decode import greedy
+from suite.data.datadir import DataError
+from suite.data.tokenizers import split_sentences, train_bpe
+from suite.generation.search import greedy
 from suite.models.lead import Lead
-from suite.text import split_sentences, train_bpe
 from tasks.seq2seq import Seq2SeqData, Seq2SeqTask, TextPair
 from tasks.summarization import Rouge, aeslc_splits, bbc_splits, unglue
 from tests.conftest import compose_config, need_data, shrink

@@ -2,15 +2,14 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf, open_dict
 
-from suite.results import RESULT_FILE, read_result
 from suite.run import SweepCollision, execute
+from suite.runtime.record import RESULT_FILE, read_result
 from tests.conftest import CONF, compose_config, shrink
 
 ROOT = CONF.parent

@@ -5,10 +5,10 @@ import pytest
 import torch
 from torch import nn
 
-from suite.schedules import inverse_sqrt, warmup_cosine
-from suite.failures import Diverged
-from suite.callbacks import BudgetPlan
-from suite.train import Trainer
+from suite.runtime.failures import Diverged
+from suite.training.callbacks import BudgetPlan
+from suite.training.schedules import inverse_sqrt, warmup_cosine
+from suite.training.trainer import Trainer
 from tasks.long_range import build
 
 
@@ -102,7 +102,7 @@ def test_budget_plan_shortens_again_when_the_steps_slow_down():
 
 
 def test_time_budget_ends_the_schedule_with_the_budget(monkeypatch):
-    import suite.train as train_module
+    import suite.training.trainer as train_module
 
     clock = iter(x * 0.01 for x in range(10**6))  # every clock reading advances 10 ms
     monkeypatch.setattr(train_module.time, "perf_counter", lambda: next(clock))

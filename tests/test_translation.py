@@ -7,8 +7,8 @@ import sacrebleu
 import torch
 from hydra.utils import instantiate
 
-from suite.datadir import DataError
-from suite.text import decode, encode, train_bpe
+from suite.data.datadir import DataError
+from suite.data.tokenizers import decode, encode, train_bpe
 from tasks.seq2seq import TextPair
 from tasks.translation import bleu_chrf, build, read_pairs
 from tests.conftest import compose_config, need_data

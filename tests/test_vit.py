@@ -3,8 +3,8 @@ import pytest
 import torch
 from torchvision.models import VisionTransformer, vit_b_16
 
+from suite.models.classifier import Classifier, build_classifier, count_parameters
 from suite.models.embeddings import PatchEmbedding
-from suite.models.model import Classifier, build_classifier, count_parameters
 from tests.conftest import compose_config
 
 

@@ -17,7 +17,6 @@ from suite.attention.core import CACHE, CAUSAL, CROSS, PADDING, AttentionCore, p
 from suite.types import State
 
 
-
 def safe_divide(num: Tensor, den: Tensor) -> Tensor:
     """num (..., Dv) / den (..., 1); a zero denominator (a query with no key) gives zeros, not NaN."""
     return num / den.masked_fill(den == 0, 1.0)

@@ -13,7 +13,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from suite.attention.core import CAUSAL, PADDING, AttentionCore, key_padding, masked_softmax, positive_int, self_attention_only
+from suite.attention.core import (
+    CAUSAL,
+    PADDING,
+    AttentionCore,
+    key_padding,
+    masked_softmax,
+    positive_int,
+    self_attention_only,
+)
 from suite.types import State
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from suite.callbacks import Callback
+from suite.training.callbacks import Callback
 from suite.types import Batch, Task
 
 

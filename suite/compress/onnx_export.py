@@ -15,10 +15,10 @@ from typing import Any, Iterator
 import torch
 from torch import Tensor, nn
 
-from suite import numerics
 from suite.compress.method import Context, Method
 from suite.models.rnn import RecurrentEncoder
 from suite.models.seq2seq import Seq2Seq
+from suite.runtime import numerics
 from suite.types import Batch
 
 PRECISIONS = ("fp32", "int8")

@@ -23,11 +23,11 @@ import torch
 from torch import nn
 from torch.nn.utils import prune
 
-from suite.callbacks import Callback
 from suite.compress.method import Context, Method
+from suite.training.callbacks import Callback
 
 if TYPE_CHECKING:
-    from suite.train import FitState
+    from suite.training.state import FitState
 
 KINDS = ("linear", "recurrent", "embedding")
 SCHEDULES = ("one_shot", "gradual")

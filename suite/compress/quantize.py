@@ -16,8 +16,8 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import Tensor, nn
 
-from suite import numerics
 from suite.compress.method import Context, Method
+from suite.runtime import numerics
 
 LAYERS: dict[str, type[nn.Module]] = {"linear": nn.Linear, "lstm": nn.LSTM, "gru": nn.GRU, "embedding": nn.Embedding}
 BACKENDS = ("torch", "torchao")

@@ -21,7 +21,7 @@ from suite.compress.method import Context, Method
 from suite.compress.prune import check_fraction
 from suite.compress.slicing import keep_heads, keep_neurons
 from suite.models.transformer import EncoderLayer
-from suite.train import limited
+from suite.training.trainer import limited
 
 
 def encoder_layers(model: nn.Module) -> list[EncoderLayer]:

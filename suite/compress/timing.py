@@ -1,7 +1,7 @@
 """The compressed model against the uncompressed one, timed in the same process, interleaved.
 
 Absolute times on a shared machine say more about the moment than about the model; timed
-round-robin (``suite.measure.time_calls``), the machine's drift hits both alike and their ratio
+round-robin (``suite.measure.timing.time_calls``), the machine's drift hits both alike and their ratio
 means something. Throughput at a batch of ``batch.n_items`` (32 by default) and latency at batch 1.
 """
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from suite import numerics
-from suite.jobs.speed import head
-from suite.measure import time_calls
+from suite.measure.harness import head
+from suite.measure.timing import time_calls
+from suite.runtime import numerics
 from suite.types import Batch, Generates, inference
 
 Variant = tuple[nn.Module, str]  # a model and the autocast its passes run under ('fp32' or 'bf16')

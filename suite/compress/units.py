@@ -19,7 +19,7 @@ from suite.compress.prune import check_fraction
 from suite.compress.slicing import keep_units
 from suite.compress.structured import neurons_to_keep
 from suite.models.rnn import RecurrentEncoder
-from suite.train import limited
+from suite.training.trainer import limited
 
 
 class HiddenUnitPruning(Method):

@@ -25,9 +25,9 @@ from suite.compress.method import Context, Method
 from suite.compress.timing import compare_speed, output_difference
 from suite.jobs.evaluate import load_weights
 from suite.jobs.prepare import model_label, model_on, prepare
-from suite.jobs.speed import first_batch
-from suite.tracking import Tracker
-from suite.train import resume_identity
+from suite.measure.harness import first_batch
+from suite.runtime.tracking import Tracker
+from suite.training.trainer import resume_identity
 
 log = logging.getLogger("suite.jobs")
 STUDENT = "student"  # a method's model config node (distillation): built as if it were the run's ``model``

@@ -19,9 +19,9 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from suite import numerics
-from suite.tracking import Tracker
 from suite.jobs.trained import trained_model
+from suite.runtime import numerics
+from suite.runtime.tracking import Tracker
 
 
 def saturation(contexts: list[int], perplexities: list[float], tolerance: float) -> int:

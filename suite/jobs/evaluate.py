@@ -8,10 +8,9 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
-from suite import numerics
 from suite.jobs.prepare import prepare
 from suite.jobs.train import written_artifacts
-from suite.tracking import Tracker
+from suite.runtime.tracking import Tracker
 from suite.types import EvaluationVariant, Task
 
 

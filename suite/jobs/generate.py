@@ -20,10 +20,10 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from suite.generate import Sampling, cut_at, fit_to_context, generate
-from suite.tracking import Tracker
-from suite.train import sync
+from suite.generation.sampling import Sampling, cut_at, fit_to_context, generate
 from suite.jobs.trained import trained_model
+from suite.runtime.device import sync
+from suite.runtime.tracking import Tracker
 from suite.types import LanguageTask
 
 log = logging.getLogger("suite.jobs.generate")
@@ -73,7 +73,7 @@ def generate_job(
     """Generate ``num_samples`` continuations of each prompt; returns the record's fields.
 
     Args:
-        sampling: greedy or sampled, with temperature, top-k, top-p (``suite.generate.Sampling``).
+        sampling: greedy or sampled, with temperature, top-k, top-p (``suite.generation.sampling.Sampling``).
         checkpoint: a training run's ``checkpoints/best.pt`` (composed with that run's overrides);
             None trains the configured model first.
         prompts: text(s) to continue; None continues test-set prefixes.

@@ -3,7 +3,7 @@
 For each length t, the model reads t tokens and keeps its decoding state: a Transformer with full
 attention its keys and values (growing with t), with ``linear`` attention its running sums
 (constant), with ``local`` attention its last window (bounded), an RNN its hidden state (constant).
-Then one more token is timed with that state (median of timed calls through ``suite.measure``),
+Then one more token is timed with that state (median of timed calls through ``suite.measure.timing``),
 beside the same token computed without it (the model re-run over all t + 1 tokens); the state's
 bytes and the step's peak memory are recorded too. Finally the headline: tokens per second
 generating ``compare_tokens`` tokens greedily from a short prompt, with the state and without.
@@ -20,13 +20,14 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from suite import numerics
-from suite.generate import Sampling, generate
-from suite.jobs.speed import generation_speed
-from suite.measure import peak_memory, time_calls
+from suite.generation.sampling import Sampling, generate
+from suite.measure.harness import generation_speed
+from suite.measure.memory import peak_memory
+from suite.measure.timing import time_calls
+from suite.models.classifier import count_parameters
 from suite.models.language_model import build_language_model
-from suite.models.model import count_parameters
-from suite.tracking import Tracker
+from suite.runtime import numerics
+from suite.runtime.tracking import Tracker
 from suite.types import State
 
 
@@ -57,7 +58,7 @@ def generation_cost_job(
         batch_size: texts generated side by side.
         vocab_size: V of the randomly initialised model.
         prompt_tokens, compare_tokens: the headline's prompt and the tokens it generates.
-        warmup, repeats, min_time_s: timing (``suite.measure.time_calls``) at each length.
+        warmup, repeats, min_time_s: timing (``suite.measure.timing.time_calls``) at each length.
         precision: autocast of the timed calls: 'auto', 'fp32' or 'bf16'.
     """
     lengths = sorted(int(t) for t in lengths)

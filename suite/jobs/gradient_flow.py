@@ -14,7 +14,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from suite.jobs.prepare import Prepared, model_on, ready
-from suite.models.model import count_parameters
+from suite.models.classifier import count_parameters
 from suite.types import Batch
 
 

@@ -10,7 +10,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 from torch import nn
 
-from suite.models.model import count_parameters
+from suite.models.classifier import count_parameters
 from suite.types import Task
 
 log = logging.getLogger("suite.jobs")

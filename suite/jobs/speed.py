@@ -1,145 +1,22 @@
 """``job=speed``: one point of a speed sweep, a model's time, memory and FLOPs at its task's length; no training.
 
-Every model of every task goes through the same harness (``suite.measure``): warm-up, then
-interleaved timed repeats with the device synchronised; throughput counts real (non-pad)
-tokens. The task says how its model runs (``suite.types.inference``: a classifier's call unless
-the task defines ``infer``); a task whose model writes sequences (``suite.types.Generates``) also
-has its generation timed, with and without the cache. A point longer than ``max_len`` is
+Every model of every task goes through the same harness (``suite.measure.harness``). A point longer than ``max_len`` is
 recorded as ``skipped``; one whose first calls show it cannot finish inside ``time_budget_s`` as
 ``timeout``; one that runs out of device memory as ``oom``. The sweep goes on.
 """
 from __future__ import annotations
 
-import time
-from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
-from suite import numerics
-from suite.failures import PointSkipped, PointTimeout
 from suite.jobs.prepare import prepare
-from suite.measure import count_flops, matmul_peak, peak_memory, time_calls
-from suite.train import sync
-from suite.types import Batch, Generates, inference
-
-Generate = Callable[[bool], list[list[int]]]  # cache on or off -> the generated ids of every sequence
-
-
-def first_batch(task: Any, batch_size: int, seed: int) -> Batch:
-    """The first training batch of the task (real data, real padding)."""
-    return next(iter(task.loaders(batch_size, seed, eval_batch_size=batch_size)["train"]))
-
-
-def head(batch: Batch, n: int) -> Batch:
-    """The batch's first ``n`` examples (the counts are not recomputed: they serve no figure here)."""
-    rows = lambda t: None if t is None else t[:n]  # noqa: E731
-    return replace(batch, inputs=rows(batch.inputs), targets=rows(batch.targets), pad_mask=rows(batch.pad_mask), extra={k: rows(v) for k, v in batch.extra.items()})
-
-
-def seconds(fn: Callable[[], object], device: torch.device) -> float:
-    """Wall time of one call, the device synchronised around it."""
-    sync(device)
-    start = time.perf_counter()
-    fn()
-    sync(device)
-    return time.perf_counter() - start
-
-
-def generation_speed(generate: Generate, device: torch.device, warmup: int, repeats: int, min_time_s: float = 0.0) -> dict[str, float]:
-    """Generated tokens per second with the cache and without it (timed interleaved), and their ratio.
-
-    ``generate(cache)`` must produce the same number of tokens either way (no early end).
-    """
-    tokens = sum(len(ids) for ids in generate(True))  # also the first warm-up
-    times = time_calls({"cached": lambda: generate(True), "uncached": lambda: generate(False)}, device, warmup=max(0, warmup - 1), repeats=repeats, min_seconds=min_time_s)
-    cached, uncached = tokens / times["cached"].median, tokens / times["uncached"].median
-    return {
-        "generate_tokens_per_s": cached,
-        "generate_uncached_tokens_per_s": uncached,
-        "generate_cache_speedup": cached / uncached,
-        "generate_ms": times["cached"].median * 1e3,
-        "generate_uncached_ms": times["uncached"].median * 1e3,
-        "generated_tokens": float(tokens),
-    }
-
-
-def training_step(model: torch.nn.Module, task: Any, batch: Batch, optimizer: torch.optim.Optimizer, precision: str, device: torch.device) -> Callable[[], None]:
-    """One training step of ``model`` on ``batch`` (forward under ``precision`` autocast, backward, optimizer step), as a call."""
-
-    def step() -> None:
-        model.train()
-        optimizer.zero_grad(set_to_none=True)
-        with numerics.autocast(precision, device):
-            loss = task.loss(model, batch)
-        loss.backward()
-        optimizer.step()
-
-    return step
-
-
-def inferring(model: torch.nn.Module, fn: Callable[[], object], precision: str, device: torch.device) -> Callable[[], object]:
-    """``fn`` (a forward pass of ``model``) in eval mode, without gradients, under ``precision`` autocast, as a call."""
-
-    def run() -> object:
-        model.eval()
-        with torch.inference_mode(), numerics.autocast(precision, device):
-            return fn()
-
-    return run
-
-
-def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch.device, warmup: int, repeats: int, time_budget_s: float, precision: str = "fp32", min_time_s: float = 0.0) -> dict[str, float]:
-    """Training-step and inference time, latency per sequence, peak memory and FLOPs of one model on one batch.
-
-    ``precision`` ('fp32' or 'bf16') is the autocast of the forward passes, as in training.
-    Generation figures are added where the task generates (``suite.types.Generates``).
-    """
-    batch = batch.to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    train_step = training_step(model, task, batch, optimizer, precision, device)
-    infer = lambda b=batch, autocast=precision: inferring(model, lambda: inference(task, model, b), autocast, device)  # noqa: E731
-    generate: Generate | None = None
-    if isinstance(task, Generates):
-        generate = lambda cache: inferring(model, lambda: task.generate(model, batch, cache=cache), precision, device)()  # noqa: E731
-
-    first = seconds(train_step, device)  # also the first warm-up; its time predicts the point's cost
-    predicted = first * (warmup + repeats) * 2.5  # training, inference and latency, generously
-    if generate is not None:
-        predicted += (seconds(lambda: generate(True), device) + seconds(lambda: generate(False), device)) * (warmup + repeats)
-    if predicted > time_budget_s:
-        raise PointTimeout(f"first training step took {first:.1f}s; the point would need ~{predicted:.0f}s > budget {time_budget_s:.0f}s")
-    times = time_calls({"train": train_step, "infer": infer(), "latency": infer(head(batch, 1))}, device, warmup=max(0, warmup - 1), repeats=repeats, min_seconds=min_time_s)
-    tokens = batch.n_tokens
-    figures = {
-        "train_tokens_per_s": tokens / times["train"].median,
-        "train_items_per_s": batch.n_items / times["train"].median,
-        "infer_tokens_per_s": tokens / times["infer"].median,
-        "infer_items_per_s": batch.n_items / times["infer"].median,
-        "train_step_ms": times["train"].median * 1e3,
-        "train_step_iqr_ms": times["train"].spread * 1e3,
-        "infer_ms": times["infer"].median * 1e3,
-        "infer_iqr_ms": times["infer"].spread * 1e3,
-        "latency_ms": times["latency"].median * 1e3,
-        "latency_iqr_ms": times["latency"].spread * 1e3,
-        "ms_per_token_train": times["train"].median * 1e3 / tokens,
-        "peak_mem_train_bytes": float(peak_memory(train_step, device)),
-        "peak_mem_infer_bytes": float(peak_memory(infer(), device)),
-        # The same arithmetic in either precision, counted in fp32: under bf16 autocast the counter's
-        # dispatch reaches kernels (oneDNN's bf16 LSTM) that refuse it.
-        "flops_train_step": float(count_flops(training_step(model, task, batch, optimizer, "fp32", device))),
-        "flops_infer": float(count_flops(infer(autocast="fp32"))),
-        "batch_size": float(batch.n_items),
-        "timed_rounds": float(len(times["train"].samples)),
-        "tokens": float(tokens),
-    }
-    if (share := times["train"].others_cpu_share) is not None:  # how quiet the machine was while the figures above were timed
-        figures["others_cpu_share"] = share
-    if generate is not None:
-        figures |= generation_speed(generate, device, warmup, repeats, min_time_s)
-    return figures
+from suite.measure.flops import matmul_peak
+from suite.measure.harness import first_batch, measure_model, trainer_update
+from suite.runtime import numerics
+from suite.runtime.failures import PointSkipped
 
 
 def speed_job(cfg: DictConfig, device: torch.device, run_dir: Any, tracker: Any, batch_size: int = 8, warmup: int = 2, repeats: int = 5, time_budget_s: float = 300.0, max_len: int = 8192, measure_peak: bool = True, precision: str = "auto", min_time_s: float = 5.0) -> dict[str, Any]:
@@ -162,7 +39,8 @@ def speed_job(cfg: DictConfig, device: torch.device, run_dir: Any, tracker: Any,
     prepared = prepare(cfg, device, task)
     choice = numerics.choose(precision, device, prepared.model)
     precision = choice.precision
-    figures = measure_model(prepared.model, task, first_batch(task, batch_size, cfg.seed), device, warmup, repeats, time_budget_s, precision, min_time_s)
+    figures = measure_model(prepared.model, task, first_batch(task, batch_size, cfg.seed), device, trainer_update(cfg, prepared.model), warmup, repeats,
+                            time_budget_s, precision, min_time_s)
     if measure_peak:
         peak = matmul_peak(device, dtype=torch.bfloat16 if precision == "bf16" else torch.float32)
         figures["machine_peak_flops"], figures["machine_peak_spread"] = peak.flops, peak.spread

@@ -8,10 +8,10 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
-from suite import distributed
 from suite.jobs.prepare import Prepared, prepare
-from suite.train import resume_identity
-from suite.tracking import Tracker
+from suite.runtime import distributed
+from suite.runtime.tracking import Tracker
+from suite.training.trainer import resume_identity
 from suite.types import Task, WritesArtifacts
 
 

@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 from suite.jobs.evaluate import load_weights
 from suite.jobs.prepare import prepare
 from suite.jobs.train import train
-from suite.tracking import Tracker
+from suite.runtime.tracking import Tracker
 from suite.types import LanguageTask
 
 

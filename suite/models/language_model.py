@@ -4,7 +4,7 @@ With the Transformer stack built causal it is GPT-2's shape (Radford et al. 2019
 embedding plus positions, pre-norm blocks ending in a LayerNorm, and an output layer that shares
 the embedding matrix. With a unidirectional RNN, LSTM or GRU as the backbone (no positions: the
 recurrence knows the order) it is the classic recurrent language model. One class, one loss and
-one training loop serve both; ``step`` lets ``suite.generate`` add a token at a time, each
+one training loop serve both; ``step`` lets ``suite.generation.sampling`` add a token at a time, each
 backbone carrying its own state (a key/value cache, running sums, a recurrent state).
 """
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 from hydra.utils import instantiate
 from torch import Tensor, nn
 
+from suite.models.classifier import build_sized
 from suite.models.embeddings import TokenEmbedding
 from suite.models.heads import Generator
-from suite.models.model import build_sized
 from suite.types import CausalBackbone, State
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from suite.text import split_sentences
+from suite.data.tokenizers import split_sentences
 
 
 class Lead(nn.Module):

@@ -4,7 +4,7 @@ The model config supplies the families (``backbone`` as the encoder, ``decoder``
 and optionally ``copy``, e.g. ``suite.models.copy.PointerGenerator``); the task supplies the
 vocabularies and whether they are shared. The same ``Seq2Seq`` serves
 the Transformer and the recurrent encoder-decoder, so translation and summarization compare
-like with like, and ``suite.decode`` generates from either.
+like with like, and ``suite.generation.search`` generates from either.
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import torch
 from hydra.utils import instantiate
 from torch import Tensor, nn
 
+from suite.models.classifier import build_sized
 from suite.models.embeddings import TokenEmbedding
 from suite.models.heads import Generator
-from suite.models.model import build_sized
 from suite.types import State
 
 
@@ -33,7 +33,7 @@ class Seq2Seq(nn.Module):
         copy: None, or a head that turns the generator's logits into log-probabilities that can
             also copy source tokens: (logits, states, memory, pad mask, source ids) -> (B, T, V).
             The model's scores are then log-probabilities; both kinds are fit for
-            cross-entropy and for ``suite.decode``.
+            cross-entropy and for ``suite.generation.search``.
     """
 
     def __init__(self, src_embed: nn.Module, tgt_embed: nn.Module, src_positions: nn.Module, tgt_positions: nn.Module, encoder: nn.Module, decoder: nn.Module, generator: nn.Module, dropout: float = 0.0, copy: nn.Module | None = None) -> None:

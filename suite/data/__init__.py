@@ -1,0 +1,1 @@
+"""The data layer: the data directory, splits, file readers and tokenizers."""

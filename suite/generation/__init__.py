@@ -1,0 +1,1 @@
+"""Writing sequences: search (greedy, beam) for seq2seq and sampling for language models."""

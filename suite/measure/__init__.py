@@ -1,0 +1,1 @@
+"""Measurement primitives: timing, FLOPs, matmul peaks, memory, contention, and the speed harness."""

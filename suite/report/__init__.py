@@ -1,0 +1,1 @@
+"""Reading run records into tables, plots and the HTML report (``python -m suite.report``)."""

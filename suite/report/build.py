@@ -1,0 +1,407 @@
+"""The report: ``python -m suite.report RUN_OR_SWEEP_DIR... --name NAME`` (``make report``).
+
+Reads every ``result.json`` below the given directories and writes ``results/NAME/``, laid out
+like a paper's results section: ``results.md`` opens with a headline table (one row per task
+setting, each model's primary test metric side by side, the best in bold, and the speed ratio),
+then one table per task with a column per metric; ``speed.md`` and ``gradient_flow.md`` for the
+measurement jobs; each with a CSV of the raw figures; the PNG figures of ``suite.report.plots``; and
+``index.html`` showing them all. Figures of runs cut short by their time cap are marked.
+It prints the headline table. Nothing in ``results/`` is typed by hand.
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import platform
+import re
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from suite.report import formatting as fmt
+from suite.report.compare import cpu_kind
+from suite.report.efficiency import efficiency_rows
+from suite.report.lm_tables import context_use, generation_cost, lm_rows
+from suite.report.lra_table import lra_rows
+from suite.report.plots import FIGURES, family, is_compression, is_speed, method_label, model_order, model_size, primary
+from suite.report.run_settings import variant_labels
+from suite.report.tables import markdown, write_table
+from suite.runtime.paths import PROJECT_ROOT
+from suite.runtime.record import ResultRecord, find_results, trainer_name
+
+SPEED_KEYS = ("train_tokens_per_s", "infer_tokens_per_s")
+CUT = "†"  # marks a figure from a run that its time cap cut short
+CUT_NOTE = f"{CUT} cut short by its time cap (fewer steps than planned): this figure depends on how fast the machine was."
+
+
+def scored_on_test(r: ResultRecord) -> bool:
+    """A record with test metrics (an evaluation of validation alone has none)."""
+    return any(not k.startswith("val_") for k in r.metrics)
+
+
+def test_metric_names(runs: list[ResultRecord]) -> list[str]:
+    return sorted({k for r in runs for k in r.metrics if not k.startswith("val_") and k != "loss"})
+
+
+@dataclass
+class Experiment:
+    """Runs of one experiment (task, dataset, model, length, trainer profile, variant), pooled over seeds."""
+
+    task: str
+    dataset: str
+    model: str
+    seq_len: int | None
+    trainer: str
+    variant: str
+    runs: list[ResultRecord]
+
+    @property
+    def ok(self) -> list[ResultRecord]:
+        return [r for r in self.runs if r.status == "ok"]
+
+    def values(self, metric: str) -> list[float]:
+        return [r.metrics[metric] for r in self.ok if metric in r.metrics]
+
+    def speeds(self, key: str) -> list[float]:
+        return [r.speed[key] for r in self.ok if key in r.speed]
+
+    @property
+    def shortened(self) -> bool:
+        return any(r.shortened for r in self.ok)
+
+    @property
+    def precision(self) -> str:
+        return "/".join(sorted({r.precision for r in self.ok if r.precision})) or "fp32"  # records before the setting ran fp32
+
+    @property
+    def failures(self) -> str:
+        return " | ".join(f"{r.status}: {r.error}" for r in self.runs if r.status != "ok")[:200]
+
+
+def experiments(records: list[ResultRecord]) -> list[Experiment]:
+    """One experiment per (task, dataset, model, seq_len, trainer profile, variant), sorted.
+
+    The variant names the settings that set runs of one model and profile apart
+    (``suite.report.run_settings``): runs that differ in more than their seed are never pooled. Runs of
+    several attention variants are named by the variant ('local attention'), then by the
+    settings that differ among that variant's runs.
+    """
+    base: dict[tuple, list[ResultRecord]] = defaultdict(list)
+    for r in records:
+        base[(r.task, r.dataset, r.model, r.seq_len, trainer_name(r))].append(r)
+    groups: dict[tuple, list[ResultRecord]] = defaultdict(list)
+    for key, runs in base.items():
+        kinds = sorted({r.attention or "" for r in runs})
+        for kind in kinds:  # runs of several attention variants are named by the variant, not by every setting its config holds
+            members = [r for r in runs if (r.attention or "") == kind]
+            prefix = f"{kind} attention" if len(kinds) > 1 and kind else ""
+            for r, label in zip(members, variant_labels([r.config for r in members])):
+                groups[(*key, ", ".join(part for part in (prefix, label) if part))].append(r)
+    order = model_order(records)
+    ordered = sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][3] or 0, kv[0][4], kv[0][5], order(kv[0][2])))
+    return [Experiment(*key, runs) for key, runs in ordered]
+
+
+def detail_rows(exps: list[Experiment]) -> list[dict[str, str]]:
+    """One row per experiment, one column per test metric (mean ± std over seeds), numbers for people."""
+    metrics = test_metric_names([r for e in exps for r in e.ok])
+    rows = []
+    for e in exps:
+        cut = f" {CUT}" if e.shortened else ""
+        row = {"task": e.task, "dataset": e.dataset, "model": e.model, "length": str(e.seq_len or ""), "trainer": e.trainer, "variant": e.variant,
+               "runs": f"{len(e.ok)}/{len(e.runs)} ok", "params": fmt.rate(e.ok[0].params) if e.ok and e.ok[0].params else ""}
+        row |= {m: (fmt.mean_std(e.values(m)) + cut if e.values(m) else "") for m in metrics}
+        row["train tok/s"] = fmt.mean_std(e.speeds("train_tokens_per_s"), fmt.rate)
+        row["infer tok/s"] = fmt.mean_std(e.speeds("infer_tokens_per_s"), fmt.rate)
+        row["steps"] = fmt.mean_std([float(r.steps) for r in e.ok if r.steps], fmt.rate)
+        row["train time"] = fmt.mean_std([r.train_seconds for r in e.ok if r.train_seconds], fmt.seconds)
+        row["precision"] = e.precision if e.ok else ""
+        row["failures"] = e.failures
+        rows.append(row)
+    return drop_empty_columns(rows, keep=("task", "model", "runs"))
+
+
+def drop_empty_columns(rows: list[dict[str, str]], keep: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    filled = [c for c in (rows[0] if rows else {}) if c in keep or any(r[c] for r in rows)]
+    return [{c: r[c] for c in filled} for r in rows]
+
+
+def detail_tables(exps: list[Experiment]) -> dict[str, list[dict[str, str]]]:
+    """One table per task: each has its own metrics."""
+    by_task: dict[str, list[Experiment]] = defaultdict(list)
+    for e in exps:
+        by_task[e.task].append(e)
+    return {task: detail_rows(group) for task, group in sorted(by_task.items())}
+
+
+def headline_rows(exps: list[Experiment]) -> list[dict[str, str]]:
+    """One row per task setting, each model's primary test metric side by side, the best in bold, and the speed ratio.
+
+    The speed ratio divides the attention model's training tokens/s by the recurrent model's
+    (measured in the same runs as the metrics, at the same settings).
+    """
+    rows_of: dict[tuple, dict[str, Experiment]] = defaultdict(dict)
+    for e in exps:
+        if e.ok and (p := primary(e.ok[0])):
+            rows_of[(e.task, e.dataset, e.seq_len, e.trainer, e.variant, p[0])][e.model] = e
+    models = sorted({m for cols in rows_of.values() for m in cols}, key=model_order([r for e in exps for r in e.runs]))
+    rows = []
+    for (task, dataset, seq_len, trainer, variant, metric), cols in rows_of.items():
+        means = {m: statistics.mean(e.values(metric)) for m, e in cols.items() if e.values(metric)}
+        best = max(means.values()) if len(means) > 1 else None
+        row = {"task": task, "dataset": dataset, "length": str(seq_len or ""), "trainer": trainer + (f", {variant}" if variant else ""), "metric": metric}
+        for m in models:
+            cell = fmt.mean_std(cols[m].values(metric)) if m in means else ""
+            if cell and means[m] == best:
+                cell = f"**{cell}**"
+            row[m] = cell + (f" {CUT}" if m in cols and cols[m].shortened else "")
+        row["speed (train tok/s)"] = speed_ratio(cols)
+        rows.append(row)
+    return drop_empty_columns(rows, keep=("task", "metric"))
+
+
+def speed_ratio(cols: dict[str, Experiment]) -> str:
+    """'0.31x transformer/lstm': training tokens/s of the attention model over the recurrent one's.
+
+    The first of each family (``suite.report.plots.family``: what the model's config builds) by name.
+    """
+    timed = sorted(m for m in cols if cols[m].speeds("train_tokens_per_s"))
+    attention = next((m for m in timed if family(cols[m].runs[0]) == "attention"), None)
+    recurrent = next((m for m in timed if family(cols[m].runs[0]) == "backbone"), None)
+    if attention is None or recurrent is None:
+        return ""
+    ratio = statistics.mean(cols[attention].speeds("train_tokens_per_s")) / statistics.mean(cols[recurrent].speeds("train_tokens_per_s"))
+    return f"{ratio:.2g}x {attention}/{recurrent}"
+
+
+def csv_rows(exps: list[Experiment]) -> list[dict[str, object]]:
+    """The raw figures (means over seeds, full precision) for machines: one row per experiment."""
+    metrics = test_metric_names([r for e in exps for r in e.ok])
+    rows = []
+    for e in exps:
+        mean = lambda xs: statistics.mean(xs) if xs else ""  # noqa: E731
+        row: dict[str, object] = {"task": e.task, "dataset": e.dataset, "model": e.model, "seq_len": e.seq_len or "", "trainer": e.trainer, "variant": e.variant,
+                                  "runs": len(e.runs), "ok": len(e.ok), "params": e.ok[0].params if e.ok else "", "precision": e.precision, "shortened": e.shortened}
+        row |= {m: mean(e.values(m)) for m in metrics}
+        row |= {m + "_std": (statistics.stdev(e.values(m)) if len(e.values(m)) > 1 else "") for m in metrics}
+        row |= {k: mean(e.speeds(k)) for k in SPEED_KEYS}
+        row["train_seconds"] = mean([r.train_seconds for r in e.ok if r.train_seconds is not None])
+        row["failures"] = e.failures
+        rows.append(row)
+    return rows
+
+
+def speed_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
+    """One row per speed point (task x model x length x precision), failed points included with their status.
+
+    The task column shows only when the points span several tasks, the generation columns
+    only when a point generated (a translation or summarization model).
+    """
+    runs = [r for r in records if is_speed(r)]
+    rows = []
+    order = model_order(runs)
+    point = lambda r: (r.task, order(r.model), model_size(r), r.attention or "", r.precision or "", r.seq_len or 0)  # noqa: E731
+    label = point_labels(runs, point)
+    for r in sorted(runs, key=lambda r: (*point(r), label[id(r)])):
+        s = r.speed
+        get = lambda key, show=fmt.rate, scale=1.0: show(s[key] * scale) if key in s else ""  # noqa: E731
+        rows.append({
+            "task": r.task, "model": r.model, "size": model_size(r), "attention": r.attention or "", "precision": r.precision or "fp32",
+            "length": str(r.seq_len or ""), "batch": get("batch_size"), "status": r.status,
+            "params": fmt.rate(r.params) if r.params else "", "train tok/s": get("train_tokens_per_s"), "infer tok/s": get("infer_tokens_per_s"),
+            "train step ms (IQR)": f"{s['train_step_ms']:.3g} ({s['train_step_iqr_ms']:.2g})" if "train_step_ms" in s else "",
+            "latency ms/seq": get("latency_ms", lambda v: f"{v:.3g}"), "peak MiB train": get("peak_mem_train_bytes", lambda v: f"{v:.3g}", 2**-20),
+            "peak MiB infer": get("peak_mem_infer_bytes", lambda v: f"{v:.3g}", 2**-20), "GFLOP/step": get("flops_train_step", lambda v: f"{v:.3g}", 1e-9),
+            "MFU": get("mfu_train", lambda v: f"{v:.1%}"), "peak GFLOP/s": get("machine_peak_flops", lambda v: f"{v:.0f}", 1e-9),
+            "generate tok/s": get("generate_tokens_per_s"), "uncached tok/s": get("generate_uncached_tokens_per_s"),
+            "cache speed-up": get("generate_cache_speedup", lambda v: f"{v:.2f}x"),
+            "threads": threads_of(r), "variant": label[id(r)], "note": (r.error or "")[:120],
+        })
+    generation = ("generate tok/s", "uncached tok/s", "cache speed-up")
+    kept = drop_empty_columns(rows, keep=tuple(c for c in (rows[0] if rows else {}) if c not in generation))
+    return kept if len({r.task for r in runs}) > 1 else [{c: v for c, v in row.items() if c != "task"} for row in kept]
+
+
+def point_labels(runs: list[ResultRecord], point: Callable[[ResultRecord], tuple]) -> dict[int, str]:
+    """id(run) -> the settings that set it apart from the other runs of its speed point ('' where none do).
+
+    Runs of one point that differ in a setting the columns do not show (``model.attention.n_features``)
+    would otherwise be rows no reader can tell apart.
+    """
+    points: dict[tuple, list[ResultRecord]] = defaultdict(list)
+    for r in runs:
+        points[point(r)].append(r)
+    return {id(r): label for members in points.values() for r, label in zip(members, variant_labels([r.config for r in members]))}
+
+
+def compression_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
+    """One row per compressed model: its test metric beside the uncompressed weights', size, weights and speed as ratios to them (measured in the same job)."""
+    rows = []
+    for r in sorted((r for r in records if is_compression(r)), key=lambda r: (r.task, r.dataset, r.model, model_size(r), r.compression.get("checkpoint", ""), method_label(r))):
+        c, (metric, value) = r.compression, primary(r) or ("", float("nan"))
+        ratio = lambda key: f"{c[key]:.2f}x" if key in c else ""  # noqa: E731
+        bf16 = c.get("reference_bf16_autocast_throughput_items_per_s")
+        rows.append({
+            "task": r.task, "dataset": r.dataset, "model": r.model, "size": model_size(r), "method": method_label(r), "metric": metric,
+            "compressed": fmt.metric(value), "uncompressed": fmt.metric(c["reference_metrics"].get(metric, float("nan"))),
+            "delta": f"{c.get('primary_delta', float('nan')):+.3f}", "MB": f"{c['bytes'] / 1e6:.3g}", "smaller": ratio("size_ratio"),
+            "Linear smaller": ratio("linear_size_ratio"), "weights": fmt.rate(c["weights"]), "non-zero": fmt.rate(c["nonzero_weights"]),
+            "bits/weight": f"{c['bits_per_weight']:.1f}", "latency ms": f"{c['latency_ms']:.3g}", "latency speed-up": ratio("latency_speedup"),
+            f"items/s (batch {round(c['throughput_items_per_s'] * c['batch_ms'] / 1e3)})": fmt.rate(c["throughput_items_per_s"]),
+            "throughput speed-up": ratio("throughput_speedup"),
+            "bf16 autocast (uncompressed)": f"{bf16 / c['reference_throughput_items_per_s']:.2f}x" if bf16 else "",
+            "generate tok/s": fmt.rate(c["generate_tokens_per_s"]) if "generate_tokens_per_s" in c else "",
+            "generate speed-up": ratio("generate_speedup"),
+            "fine-tune steps": str(c.get("fine_tune_steps", "")), "threads": str(c.get("threads", "")),
+        })
+    return drop_empty_columns(rows, keep=("task", "model", "method"))
+
+
+def threads_of(r: ResultRecord) -> str:
+    """The CPU threads a run used, from its device description ('cpu:<name> x2 threads'); '' on a GPU."""
+    found = re.search(r"x(\d+) threads", r.device or "")
+    return found.group(1) if found else ""
+
+
+def gradient_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
+    """Relative input-gradient norm at a few distances from the output."""
+    rows = []
+    for r in sorted((r for r in records if "grad_norm_relative_by_distance" in r.curves), key=lambda r: (r.model, r.seq_len or 0)):
+        curve = r.curves["grad_norm_relative_by_distance"]
+        row = {"model": r.model, "seq_len": str(r.seq_len)}
+        for d in (1, 4, 16, 64, 256, len(curve) - 1):
+            if d < len(curve):
+                row[f"d={d}"] = f"{curve[d]:.2e}"
+        rows.append(row)
+    return rows
+
+
+def html_cell(value: str) -> str:
+    """Escaped, with markdown's **bold** kept as bold."""
+    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(value))
+
+
+def html_table(rows: list[dict[str, str]]) -> str:
+    if not rows:
+        return "<p>(none)</p>"
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{html_cell(v)}</td>" for v in r.values()) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+INTRO = {
+    "results at a glance": "Each model's primary test metric (mean ± std over seeds; the best in bold), and the attention model's training "
+                           "throughput over the recurrent one's in the same runs.",
+    "speed": "One row per point: real (non-pad) tokens per second, the median of timed calls (IQR beside the step time), "
+             "peak memory per call, FLOPs from torch's counter, MFU against the matmul peak of the point's precision.",
+    "gradient flow": "The norm of the loss gradient at distance d from the output, relative to distance 0, at initialisation.",
+    "attention speed": "LRA Table 2's form: training tokens/s and peak training memory of each model relative to full attention "
+                       "(the fused SDPA kernel) at the same length; full attention's row holds its own figures. Crossover: the shortest "
+                       "measured length from which on the variant trains faster than SDPA (≤: already at the shortest measured). "
+                       "Then its own tokens/s at the longest length over the shortest, and its memory at 16K over 4K (4x: linear).",
+    "lra": "An LRA of our own (experiment=lra): test accuracy % of every attention variant, one model size and one step budget, "
+           "a column per task and length (Text: BBC News bytes; Image: Fashion-MNIST pixels; Recall: the key at the end, "
+           "beyond every window; chance 12.5%). Under a variant LRA measured, its published Table 1 figures (Tay et al. 2021: "
+           "other data, lengths, models and budgets) stand where a task corresponds: a reference, not a like-for-like comparison.",
+    "compression": "One row per compressed model (job=compress): its test metric beside the uncompressed weights', the artefact's size, "
+                   "and latency (batch 1) and throughput as ratios to the uncompressed model timed interleaved in the same job.",
+    "language models": "One row per language model scored on test: perplexity per token and bits per byte (comparable across "
+                       "tokenizers), the steps and training time it had, and, where its context curve was measured (job=context_use), "
+                       "the context beyond which its perplexity stops improving by 1 %.",
+}
+
+
+def results_markdown(headline: list[dict[str, str]], details: dict[str, list[dict[str, str]]]) -> str:
+    """The headline table, then one detail table per task, with the note on cut runs where one is."""
+    parts = [f"## Results at a glance\n\n{INTRO['results at a glance']}\n\n" + markdown(headline)]
+    parts += [f"## {task}\n\n" + markdown(rows) for task, rows in details.items()]
+    text = "\n".join(parts)
+    return text + (f"\n{CUT_NOTE}\n" if CUT in text else "")
+
+
+def index_html(name: str, sections: dict[str, list[dict[str, str]]], figures: list[Path], machine: str) -> str:
+    parts = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(name)}</title>",
+             "<style>body{font-family:sans-serif;max-width:1400px;margin:auto;line-height:1.4}table{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
+             "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f3f3f3}img{max-width:100%}.note{color:#555;font-size:13px}</style>",
+             f"<h1>Benchmark report: {html.escape(name)}</h1><p class='note'>{html.escape(machine)}</p>"]
+    for title, rows in sections.items():
+        if rows:
+            intro = f"<p class='note'>{html.escape(INTRO[title])}</p>" if title in INTRO else ""
+            parts.append(f"<h2>{html.escape(title)}</h2>{intro}{html_table(rows)}")
+    if any(CUT in v for rows in sections.values() for r in rows for v in r.values()):
+        parts.append(f"<p class='note'>{html.escape(CUT_NOTE)}</p>")
+    for fig in figures:
+        parts.append(f"<h2>{html.escape(fig.stem.replace('_', ' '))}</h2><img src='{fig.name}' alt='{fig.stem}'>")
+    return "\n".join(parts) + "\n"
+
+
+def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[str, list[dict[str, str]]]:
+    """Write every table, figure and the index page for ``records`` into ``out_dir``; returns the sections shown."""
+    # Failed runs too (their rows say so), and weights scored again on test by job=evaluate.
+    trained = [r for r in records if r.job == "train" or (r.job == "evaluate" and scored_on_test(r))]
+    exps = experiments(trained)
+    headline, details = headline_rows(exps), detail_tables(exps)
+    speed, gradients, efficiency, lra = speed_rows(records), gradient_rows(records), efficiency_rows(records), lra_rows(records)
+    compression, lm = compression_rows(records), lm_rows(records)
+    if exps:
+        write_table(csv_rows(exps), out_dir, "results", md=results_markdown(headline, details))
+    for table, rows in (("speed", speed), ("gradient_flow", gradients), ("attention_speed", efficiency), ("lra", lra), ("compression", compression), ("lm", lm)):
+        if rows:
+            write_table(rows, out_dir, table)
+    drawers = {**FIGURES, "context_use": context_use, "generation_cost": generation_cost}
+    figures = [path for fig, draw in drawers.items() if (path := draw(records, out_dir / f"{fig}.png")) is not None]
+    devices = sorted({f"{r.device} ({cpu_kind(r)})" if r.device.startswith("cpu") else r.device for r in records if r.device})
+    flushed = sorted({str(r.numerics.get("flush_denormals")) for r in records if r.numerics})
+    precisions = sorted({r.precision for r in records if r.precision})
+    machine = (f"measured on: {', '.join(devices)}; {platform.platform()}; {len(records)} runs; "
+               f"denormals flushed: {', '.join(flushed) or 'not recorded'}; precision: {', '.join(precisions) or 'fp32 (not recorded)'}")
+    (out_dir / "machine.txt").write_text(machine + "\n")
+    sections = {"results at a glance": headline, **details, "speed": speed, "attention speed": efficiency, "lra": lra, "gradient flow": gradients,
+                "compression": compression, "language models": lm}
+    (out_dir / "index.html").write_text(index_html(name, sections, figures, machine))
+    return sections
+
+
+def log_to_wandb(out_dir: Path, name: str, tables: dict[str, list[dict[str, str]]]) -> None:
+    """Log the report's tables and figures to W&B (offline unless WANDB_MODE says otherwise), grouped by report name."""
+    import os
+
+    import wandb
+
+    run = wandb.init(project="transformer-bench", group=name, job_type="report", name=f"report-{name}", dir=str(out_dir.parent.parent / "runs"),
+                     mode=os.environ.get("WANDB_MODE", "offline"), settings=wandb.Settings(console="off", x_disable_stats=True))
+    for title, rows in tables.items():
+        if rows:
+            run.log({f"table/{title}": wandb.Table(columns=list(rows[0]), data=[list(r.values()) for r in rows])})
+    for png in sorted(out_dir.glob("*.png")):
+        run.log({f"figure/{png.stem}": wandb.Image(str(png))})
+    run.finish()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run or sweep directories")
+    parser.add_argument("--name", default="latest", help="writes results/NAME/")
+    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "results")
+    parser.add_argument("--wandb", action="store_true", help="also log the tables and figures to W&B")
+    args = parser.parse_args(argv)
+    found = find_results(*args.runs)
+    if not found:
+        print(f"no result.json under {', '.join(map(str, args.runs))}")
+        return 1
+    out_dir = args.out / args.name
+    tables = build_report([r for _, r in found], out_dir, args.name)
+    print(markdown(tables["results at a glance"]))
+    for title in ("speed", "attention speed", "lra", "compression", "language models"):
+        if tables[title]:
+            print(markdown(tables[title]))
+    if args.wandb:
+        log_to_wandb(out_dir, args.name, tables)
+    print(f"wrote {out_dir}/ (index.html, tables, figures) from {len(found)} runs")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,112 @@
+"""The language-model figures and table, drawn from run directories (nothing typed by hand).
+
+    python -m suite.report.lm_tables multirun/language_model multirun/context_use multirun/generation_cost --out results/lm
+
+- ``lm.md`` / ``lm.csv``: every language-model training run (one row per run): parameters,
+  steps, training time, test perplexity and bits per byte, the unigram baseline; and, where
+  measured, the context beyond which it stops improving.
+- ``context_use.png``: test perplexity against the context c, one line per model (``job=context_use``).
+- ``generation_cost.png``: time per generated token and decoding-state memory against the
+  length of the text, one line per model and attention kernel (``job=generation_cost``).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+from suite.report import formatting as fmt  # noqa: E402
+from suite.report.plots import model_order, save  # noqa: E402
+from suite.report.tables import write_table  # noqa: E402
+from suite.runtime.record import ResultRecord, find_results, trainer_name  # noqa: E402
+
+TASK = "language_model"
+
+
+def label(r: ResultRecord) -> str:
+    """The model, with its attention kernel when it has one."""
+    return f"{r.model} ({r.attention})" if r.attention else r.model
+
+
+def lm_runs(records: list[ResultRecord]) -> list[ResultRecord]:
+    """Finished language-model runs that scored test (training, or saved weights measured again)."""
+    return [r for r in records if r.task == TASK and r.status == "ok" and "perplexity" in r.metrics]
+
+
+def lm_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
+    rows = []
+    key = model_order(records)
+    for r in sorted(lm_runs(records), key=lambda r: (r.dataset, r.seq_len or 0, key(r.model))):
+        m = r.metrics
+        rows.append({
+            "dataset": r.dataset, "model": label(r), "context": str(r.seq_len), "trainer": trainer_name(r), "params": fmt.rate(r.params or 0),
+            "steps": str(r.steps), "train time": f"{r.train_seconds or 0:.0f} s", "test perplexity": fmt.metric(m["perplexity"]),
+            "test bits/byte": fmt.metric(m["bits_per_byte"]), "val perplexity": fmt.metric(m.get("val_perplexity", float("nan"))),
+            "unigram perplexity": fmt.metric(m["unigram_perplexity"]),
+            "stops improving at": f"{m['context_saturation']:.0f}" if "context_saturation" in m else "",
+            "train tok/s": fmt.rate(r.speed.get("train_tokens_per_s", 0)),
+        })
+    return rows
+
+
+def context_use(records: list[ResultRecord], out: Path) -> Path | None:
+    runs = [r for r in records if r.status == "ok" and r.job == "context_use"]
+    if not runs:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for r in sorted(runs, key=lambda r: model_order(runs)(r.model)):
+        c = r.curves
+        ax.plot(c["context"], c["perplexity"], marker="o", label=f"{label(r)}: flat from {r.metrics['context_saturation']:.0f}")
+    ax.set_xscale("log")
+    ax.set_xlabel("context c (tokens before each target)")
+    ax.set_ylabel("test perplexity")
+    ax.set_title(f"{runs[0].dataset}: perplexity given only the last c tokens")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return save(fig, out)
+
+
+def generation_cost(records: list[ResultRecord], out: Path) -> Path | None:
+    runs = [r for r in records if r.status == "ok" and r.job == "generation_cost"]
+    if not runs:
+        return None
+    fig, (time_ax, mem_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for r in sorted(runs, key=lambda r: model_order(runs)(r.model)):
+        c = r.curves
+        (line,) = time_ax.plot(c["length"], c["step_ms"], marker="o", label=f"{label(r)}, cached ({r.speed['generate_cache_speedup']:.1f}x at {r.speed['compare_tokens']:.0f})")
+        time_ax.plot(c["length"], c["uncached_step_ms"], linestyle="--", alpha=0.6, color=line.get_color(), label=f"{label(r)}, re-reading the text")
+        mem_ax.plot(c["length"], [b / 2**20 for b in c["state_bytes"]], marker="o", label=label(r))
+    time_ax.set_ylabel("ms per generated token")
+    mem_ax.set_ylabel("decoding state (MiB)")
+    for ax in (time_ax, mem_ax):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("tokens already in the text")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    time_ax.set_title("time of one more token")
+    mem_ax.set_title("what the model keeps to go on")
+    return save(fig, out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run or sweep directories")
+    parser.add_argument("--out", type=Path, default=Path("results/lm"), help="where the table and figures go")
+    args = parser.parse_args(argv)
+    records = [r for _, r in find_results(*args.runs)]
+    rows = lm_rows(records)
+    if rows:
+        write_table(rows, args.out, "lm")
+    written = [p for p in (context_use(records, args.out / "context_use.png"), generation_cost(records, args.out / "generation_cost.png")) if p]
+    for path in [args.out / "lm.md"] * bool(rows) + written:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

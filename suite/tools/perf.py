@@ -1,0 +1,82 @@
+"""Our encoder against ``torch.nn.TransformerEncoder`` at the same size, timed in one run.
+
+    python -m suite.tools.perf            # batch 32, length 256, d_model 256, 4 layers, 4 heads, d_ff 1024
+    python -m suite.tools.perf --batch 8 --length 1024
+
+Prints training-step time (forward + backward) and inference time (eval, no grad) for both,
+and the ratio ours / torch (below 1.0: ours is faster), in fp32 and in the precision a run of
+the encoder uses here (``--precision auto``: bf16 autocast on an AMX CPU; ``--precision bf16`` forces it).
+"""
+from __future__ import annotations
+
+import argparse
+
+import torch
+from torch import nn
+
+from suite.measure.timing import time_calls
+from suite.models.transformer import Encoder
+from suite.runtime import numerics
+
+
+def build_pair(d_model: int, layers: int, heads: int, d_ff: int, device: torch.device) -> tuple[nn.Module, nn.Module]:
+    ours = Encoder(d_model, layers, heads, d_ff, dropout=0.0, activation="relu", norm_first=False)
+    layer = nn.TransformerEncoderLayer(d_model, heads, d_ff, dropout=0.0, activation="relu", batch_first=True)
+    theirs = nn.TransformerEncoder(layer, layers)
+    return ours.to(device), theirs.to(device)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--length", type=int, default=256)
+    parser.add_argument("--d-model", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--d-ff", type=int, default=1024)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--precision", default="auto", choices=numerics.PRECISIONS,
+                        help="timed beside fp32: auto (what a run of the encoder uses on this device), or bf16 to force it")
+    args = parser.parse_args(argv)
+    numerics.set_flush_denormals(True)  # as every run of the suite: subnormals would time the data, not the model
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    ours, theirs = build_pair(args.d_model, args.layers, args.heads, args.d_ff, device)
+    x = torch.randn(args.batch, args.length, args.d_model, device=device)
+
+    def train_step(model: nn.Module):
+        def step() -> None:
+            model.train()
+            model.zero_grad(set_to_none=True)
+            model(x).float().pow(2).mean().backward()
+
+        return step
+
+    def infer(model: nn.Module):
+        def run() -> None:
+            model.eval()
+            with torch.inference_mode():
+                model(x)
+
+        return run
+
+    precisions = list(dict.fromkeys(["fp32", numerics.resolve_precision(args.precision, device, ours)]))  # fp32, and what a run would use
+    print(f"device {device}, threads {torch.get_num_threads()}: batch {args.batch}, length {args.length}, d_model {args.d_model}, "
+          f"{args.layers} layers, {args.heads} heads, d_ff {args.d_ff}, dropout 0; median of {args.repeats} after {args.warmup} warm-up; "
+          f"precision {args.precision} -> {precisions[-1]} ({numerics.choose(args.precision, device, ours).reason})")
+    tokens = args.batch * args.length
+    print(f"{'':<24}{'ours':>24}{'torch.nn':>24}{'ratio ours/torch':>18}")
+    for precision in precisions:
+        with numerics.autocast(precision, device):
+            train = time_calls({"ours": train_step(ours), "torch": train_step(theirs)}, device, args.warmup, args.repeats)
+            inference = time_calls({"ours": infer(ours), "torch": infer(theirs)}, device, args.warmup, args.repeats)
+        for label, t in ((f"training step, {precision}", train), (f"inference, {precision}", inference)):
+            ratio = t["ours"].median / t["torch"].median
+            print(f"{label:<24}{str(t['ours']):>24}{str(t['torch']):>24}{ratio:>18.3f}")
+        print(f"tokens/s in {precision}: training ours {tokens / train['ours'].median:,.0f}, torch {tokens / train['torch'].median:,.0f}; "
+              f"inference ours {tokens / inference['ours'].median:,.0f}, torch {tokens / inference['torch'].median:,.0f}")
+
+if __name__ == "__main__":
+    main()

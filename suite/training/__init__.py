@@ -1,0 +1,1 @@
+"""The training loop: the Trainer, its state, callbacks, checkpoints, optimizers and schedules."""

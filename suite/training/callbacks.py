@@ -1,0 +1,237 @@
+"""Hooks into the training loop, so that a new capability is a callback, not an edit of the loop.
+
+The loop (``suite.training.trainer.Trainer.fit``) calls, in the order the callbacks were given:
+
+    on_fit_start(state)        the model, optimizer and schedule exist (after any resume)
+    on_step_end(state)         after each optimizer and schedule step
+    on_epoch_end(state)        the epoch's training steps are done, before validation
+    on_validation_end(state)   ``state.val`` holds this epoch's validation metrics
+    on_fit_end(state)          training is over (not called when it fails)
+
+A callback stops the run by setting ``state.stop_reason``, and asks for a shorter schedule
+with ``state.request_total(steps)``; the loop applies both (agreed across ranks). What a
+callback must carry over a resume goes in ``state_dict``/``load_state_dict``.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import sys
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+from tqdm.auto import tqdm
+
+from suite.runtime.files import atomic_save
+from suite.runtime.tracking import Tracker
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from suite.training.state import FitState
+
+log = logging.getLogger("suite.training.trainer")
+
+
+class Callback:
+    """No-op hooks; a callback overrides the ones it needs."""
+
+    def on_fit_start(self, state: FitState) -> None: ...
+
+    def on_step_end(self, state: FitState) -> None: ...
+
+    def on_epoch_end(self, state: FitState) -> None: ...
+
+    def on_validation_end(self, state: FitState) -> None: ...
+
+    def on_fit_end(self, state: FitState) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+class Hooks:
+    """A fit's callbacks, in the order they run: ``fire('on_step_end', state)`` calls each one's ``on_step_end``."""
+
+    def __init__(self, callbacks: Sequence[Callback]) -> None:
+        self.callbacks = list(callbacks)
+
+    def __iter__(self) -> Iterator[Callback]:
+        return iter(self.callbacks)
+
+    def fire(self, event: str, state: FitState) -> None:
+        for callback in self.callbacks:
+            getattr(callback, event)(state)
+
+
+class BestCheckpoint(Callback):
+    """Keeps the weights of the best validation score (``state.primary``), writes them to ``best.pt``, restores them at the end."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory
+        self.score, self.val, self.epoch, self.weights = -math.inf, {}, 0, None
+
+    def on_validation_end(self, state: FitState) -> None:
+        score = state.val[state.primary]
+        state.improved = state.best_eligible and score > self.score
+        if state.improved:
+            self.score, self.val, self.epoch = score, state.val, state.epoch
+            self.weights = copy.deepcopy(state.model.state_dict())
+            if self.directory is not None and state.world.main:
+                atomic_save(self.weights, self.directory / "best.pt")
+
+    def on_fit_end(self, state: FitState) -> None:
+        if self.weights is not None:
+            state.model.load_state_dict(self.weights)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"score": self.score, "val": self.val, "epoch": self.epoch, "weights": self.weights}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.score, self.val, self.epoch, self.weights = state["score"], state["val"], state["epoch"], state["weights"]
+
+
+class EarlyStopping(Callback):
+    """Stops after ``patience`` validations without improvement (runs after ``BestCheckpoint``, which judges improvement)."""
+
+    def __init__(self, patience: int) -> None:
+        self.patience, self.bad_epochs = patience, 0
+
+    def on_validation_end(self, state: FitState) -> None:
+        if not state.best_eligible:  # epochs that could not be the best (a schedule still running) do not count against patience
+            return
+        self.bad_epochs = 0 if state.improved else self.bad_epochs + 1
+        if self.patience and self.bad_epochs >= self.patience and state.stop_reason is None:
+            state.stop_reason = "early_stopping"
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"bad_epochs": self.bad_epochs}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.bad_epochs = state["bad_epochs"]
+
+
+class BudgetPlan:
+    """How many steps fit in a time budget, from the time of the first steps.
+
+    The first ``skip`` steps (allocation, caches) are not timed; after ``skip + timed`` steps the
+    rate gives the steps that fit. A plan only ever shortens the run.
+    """
+
+    def __init__(self, budget_s: float, planned: int, skip: int = 2, timed: int = 10) -> None:
+        self.budget_s, self.planned, self.skip, self.timed = budget_s, planned, skip, timed
+        self.mark: float | None = None
+        self.fits: int | None = None
+
+    def _fits(self, step: int, seconds: float, per_step: float) -> int:
+        """The total steps that fit: those done, and those the time left allows at ``per_step``."""
+        return step + int((self.budget_s - seconds) / per_step) if per_step > 0 else self.planned
+
+    def observe(self, step: int, seconds: float) -> int | None:
+        """Record ``seconds`` of training after ``step`` steps; returns the new total once, if shorter."""
+        if step == self.skip:
+            self.mark = seconds
+        elif step == self.skip + self.timed and self.mark is not None:
+            fits = self._fits(step, seconds, (seconds - self.mark) / self.timed)
+            if fits < self.planned:
+                self.fits = max(step + 1, fits)
+                return self.fits
+        return None
+
+    def revise(self, step: int, seconds: float, slack: float = 0.02) -> int | None:
+        """Re-estimate from every step timed so far (e.g. at an epoch's end); returns a total shorter by over ``slack``.
+
+        One early estimate can be optimistic (another job started on the same cores later);
+        without this, the clock would end the run before its schedule had decayed.
+        """
+        if self.mark is None or step <= self.skip + self.timed:
+            return None
+        fits = self._fits(step, seconds, (seconds - self.mark) / (step - self.skip))
+        current = self.fits if self.fits is not None else self.planned
+        if fits < current * (1 - slack):
+            self.fits = max(step + 1, fits)
+            return self.fits
+        return None
+
+    def ends(self, step: int) -> bool:
+        return self.fits is not None and step >= self.fits
+
+
+class TimeBudget(Callback):
+    """A cap on training seconds: re-plans the schedule to end with it, and stops at it.
+
+    The plan (``BudgetPlan``) times the first steps; when they predict the cap, the schedule is
+    re-planned over the steps that fit (a cosine cut off by the clock would stop at a high
+    learning rate), and re-estimated at each epoch's end.
+    """
+
+    def __init__(self, budget_s: float) -> None:
+        self.budget_s, self.plan = budget_s, None
+
+    def on_fit_start(self, state: FitState) -> None:
+        if self.plan is None:
+            self.plan = BudgetPlan(self.budget_s, state.total)
+
+    def on_step_end(self, state: FitState) -> None:
+        elapsed = state.elapsed()
+        if (fits := self.plan.observe(state.step, elapsed)) is not None:
+            state.request_total(fits)
+        if state.stop_reason is None and (elapsed > self.budget_s or self.plan.ends(state.step)):
+            state.stop_reason = "time_budget"
+
+    def on_epoch_end(self, state: FitState) -> None:
+        if state.stop_reason is None and (fits := self.plan.revise(state.step, state.train_seconds)) is not None:
+            state.request_total(fits)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"mark": self.plan.mark, "fits": self.plan.fits, "planned": self.plan.planned} if self.plan else {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state:
+            self.plan = BudgetPlan(self.budget_s, state["planned"])
+            self.plan.mark, self.plan.fits = state["mark"], state["fits"]
+
+
+class TrackerLog(Callback):
+    """Training loss and learning rate every ``every`` steps, validation metrics every epoch, to the tracker (rank 0)."""
+
+    def __init__(self, tracker: Tracker, every: int) -> None:
+        self.tracker, self.every = tracker, every
+
+    def on_step_end(self, state: FitState) -> None:
+        if state.step % self.every == 0 or state.step == 1:
+            loss = state.loss_value()
+            if state.world.main:
+                self.tracker.log({"train/loss": loss, "train/lr": state.scheduler.get_last_lr()[0]}, state.step)
+
+    def on_validation_end(self, state: FitState) -> None:
+        if state.world.main:
+            self.tracker.log({f"val/{k}": v for k, v in state.val.items()} | {"epoch": state.epoch}, state.step)
+
+
+class Progress(Callback):
+    """A progress bar on a terminal; a log line per epoch always (a redirected log stays readable)."""
+
+    def __init__(self, desc: str, enabled: bool = True, every: int = 50) -> None:
+        self.desc, self.enabled, self.every, self.bar = desc, enabled, every, None
+
+    def on_fit_start(self, state: FitState) -> None:
+        show = self.enabled and state.world.main and sys.stderr.isatty()
+        self.bar = tqdm(total=state.total, initial=state.step, desc=self.desc, disable=not show, dynamic_ncols=True, leave=False)
+
+    def on_step_end(self, state: FitState) -> None:
+        self.bar.total = state.total
+        if state.step % self.every == 0 or state.step == 1:
+            self.bar.set_postfix(loss=f"{state.loss_value():.3f}", tok_s=f"{state.tokens / max(1e-9, state.elapsed()):.0f}")
+        self.bar.update(1)
+
+    def on_validation_end(self, state: FitState) -> None:
+        self.bar.set_postfix(**{f"val_{state.primary}": f"{state.val[state.primary]:.3f}"})
+        if state.world.main:
+            log.info("epoch %d, step %d/%d, %.0fs: val %s", state.epoch, state.step, state.total, state.train_seconds,
+                     ", ".join(f"{k}={v:.4f}" for k, v in state.val.items()))
+
+    def on_fit_end(self, state: FitState) -> None:
+        self.bar.close()
