@@ -8,6 +8,7 @@ The jobs (train, evaluate, speed, gradient_flow) live in ``suite/jobs/``. Every 
 runs out of memory is recorded with that status (a ``suite.runtime.failures.RunFailure`` carries its
 own), and a multirun goes on to the next job.
 """
+
 from __future__ import annotations
 
 import logging
@@ -91,11 +92,15 @@ def refuse_collision(existing: ResultRecord | None, run_dir: Path, config: dict[
     if existing is None or not existing.config or existing.config == config:
         return
     differences = config_differences(existing.config, config)
-    raise SweepCollision(f"{run_dir / RESULT_FILE} holds the record of another configuration ({'; '.join(differences[:4])}); this sweep would overwrite it. "
-                         "Name the swept setting in hydra.sweep.subdir (e.g. 'hydra.sweep.subdir=${hydra.job.num}') or use another hydra.sweep.dir")
+    raise SweepCollision(
+        f"{run_dir / RESULT_FILE} holds the record of another configuration ({'; '.join(differences[:4])}); this sweep would overwrite it. "
+        "Name the swept setting in hydra.sweep.subdir (e.g. 'hydra.sweep.subdir=${hydra.job.num}') or use another hydra.sweep.dir"
+    )
 
 
-def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: str | None = None, resume: bool = True) -> ResultRecord:
+def execute(
+    cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: str | None = None, resume: bool = True
+) -> ResultRecord:
     """Run the configured job (``cfg.job``) and return its record, also written to ``run_dir/result.json``.
 
     With ``resume``, a run directory that already holds an ok record of the same composed
@@ -112,11 +117,22 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
         distributed.require_same_config(config, world)
     except ValueError as err:  # recorded, then the whole world stops: no rank may train on its own settings
         if world.main:
-            ResultRecord(status="failed", error=f"{type(err).__name__}: {err}", task=cfg.task.name, dataset="", model=model_label(cfg.model), seed=cfg.seed,
-                         world_size=world.size, backend=world.backend, config=config).write(run_dir)
+            ResultRecord(
+                status="failed",
+                error=f"{type(err).__name__}: {err}",
+                task=cfg.task.name,
+                dataset="",
+                model=model_label(cfg.model),
+                seed=cfg.seed,
+                world_size=world.size,
+                backend=world.backend,
+                config=config,
+            ).write(run_dir)
         raise
     run_dir = Path(distributed.broadcast(str(run_dir), world))  # every rank checkpoints where rank 0 records
-    done = finished(existing, config) if resume and world.main else None  # rank 0 keeps its own run_dir through the broadcast
+    done = (
+        finished(existing, config) if resume and world.main else None
+    )  # rank 0 keeps its own run_dir through the broadcast
     if distributed.broadcast(done, world) is not None:
         log.info("already finished with this config: %s", run_dir / RESULT_FILE)
         return done
@@ -124,8 +140,13 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
     flushed = numerics.set_flush_denormals(bool(cfg.get("flush_denormals", True)))
     seed_everything(cfg.seed)
     device = resolve_device(device_name)
-    log.info("denormals flushed: %s; fast bf16 on %s: %s%s", flushed, device, numerics.fast_bf16(device),
-             f"; rank {world.rank} of {world.size} ({world.backend})" if world.launched else "")
+    log.info(
+        "denormals flushed: %s; fast bf16 on %s: %s%s",
+        flushed,
+        device,
+        numerics.fast_bf16(device),
+        f"; rank {world.rank} of {world.size} ({world.backend})" if world.launched else "",
+    )
     base: dict[str, Any] = dict(
         task=cfg.task.name,
         model=model_label(cfg.model),
@@ -148,9 +169,13 @@ def execute(cfg: DictConfig, run_dir: Path, multirun: bool = False, attention: s
     except Exception as err:  # noqa: BLE001 - every failure becomes a record; the sweep goes on
         err_seen, status = err, status_of(err)
         if status == "failed" and not isinstance(err, DataError):
-            log.error("run failed%s:\n%s", f" on rank {world.rank}" if world.distributed else "", traceback.format_exc())
+            log.error(
+                "run failed%s:\n%s", f" on rank {world.rank}" if world.distributed else "", traceback.format_exc()
+            )
         # What the task's config fixes (dataset, length), so a failed point keeps its place on a length axis.
-        record = ResultRecord(status=status, error=f"{type(err).__name__}: {err}", **({"dataset": ""} | planned_fields(cfg.task) | base))
+        record = ResultRecord(
+            status=status, error=f"{type(err).__name__}: {err}", **({"dataset": ""} | planned_fields(cfg.task) | base)
+        )
     record.wall_seconds = time.perf_counter() - started
     tracker.finish(exit_code=0 if record.status in ("ok", "skipped") else 1)
     if world.main:  # under torchrun, one record for the whole run
@@ -165,13 +190,22 @@ def summary_line(record: ResultRecord) -> str:
     if record.error:
         return record.error
     if record.metrics:
-        shown = [k for k in record.metrics if not k.startswith("val_")] or list(record.metrics)  # validation alone: show it
+        shown = [k for k in record.metrics if not k.startswith("val_")] or list(
+            record.metrics
+        )  # validation alone: show it
         return ", ".join(f"{k}={record.metrics[k]:.4g}" for k in shown if not k.endswith("loss"))
     s = record.speed
     if "train_step_ms" in s:
-        return (f"L={record.seq_len}{' ' + record.precision if record.precision else ''}: train {s['train_tokens_per_s']:.4g} tok/s, infer {s['infer_tokens_per_s']:.4g} tok/s, "
-                f"peak {s['peak_mem_train_bytes'] / 2**20:.4g} MiB train" + (f", MFU {s['mfu_train']:.2%}" if "mfu_train" in s else "")
-                + (f", generate {s['generate_tokens_per_s']:.4g} tok/s ({s['generate_cache_speedup']:.2f}x the uncached)" if "generate_tokens_per_s" in s else ""))
+        return (
+            f"L={record.seq_len}{' ' + record.precision if record.precision else ''}: train {s['train_tokens_per_s']:.4g} tok/s, infer {s['infer_tokens_per_s']:.4g} tok/s, "
+            f"peak {s['peak_mem_train_bytes'] / 2**20:.4g} MiB train"
+            + (f", MFU {s['mfu_train']:.2%}" if "mfu_train" in s else "")
+            + (
+                f", generate {s['generate_tokens_per_s']:.4g} tok/s ({s['generate_cache_speedup']:.2f}x the uncached)"
+                if "generate_tokens_per_s" in s
+                else ""
+            )
+        )
     if record.curves:
         return f"L={record.seq_len}: curves " + ", ".join(sorted(record.curves))
     return ""

@@ -3,6 +3,7 @@
 Every config in conf/model/attention/ is covered automatically: padding invariance, no future
 leakage where causal, a smoke step inside a Transformer classifier built by Hydra composition.
 """
+
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,11 @@ def refused(match: str):
 
 
 def test_every_config_has_its_module_and_every_module_its_config():
-    modules = {p.stem for p in (ROOT / "suite" / "attention").glob("*.py")} - {"__init__", "core", "catalog"}  # catalog builds them
+    modules = {p.stem for p in (ROOT / "suite" / "attention").glob("*.py")} - {
+        "__init__",
+        "core",
+        "catalog",
+    }  # catalog builds them
     assert set(VARIANTS) == modules
     for name in VARIANTS:
         assert instantiate(OmegaConf.load(CONF / "model" / "attention" / f"{name}.yaml")).func.name == name
@@ -118,7 +123,10 @@ def test_longformer_equals_window_plus_global_rows_and_columns(window, n_global)
 def test_bigbird_with_every_block_selected_is_full_attention():
     q, k, v = qkv()
     pad = padding()
-    for settings in ({"block": 3, "window": 5, "n_global": 0, "n_random": 0}, {"block": 3, "window": 0, "n_global": 1, "n_random": 5}):
+    for settings in (
+        {"block": 3, "window": 5, "n_global": 0, "n_random": 0},
+        {"block": 3, "window": 0, "n_global": 1, "n_random": 5},
+    ):
         core = make_core("bigbird", **settings)
         assert core.block_pattern(5).all()
         assert close_on_real(core(q, k, v, pad), FullAttention()(q, k, v, pad_mask=pad), pad)
@@ -179,7 +187,9 @@ def test_linear_equals_its_explicit_formula_and_causal_prefix_sums_the_masked_fo
     masked = scores.tril() @ v / scores.tril().sum(-1, keepdim=True)
     assert torch.allclose(core(q, k, v), explicit, atol=1e-5)
     assert torch.allclose(core(q, k, v, causal=True), masked, atol=1e-5)
-    assert torch.allclose(core(q[:, :, -3:], k, v, causal=True), masked[:, :, -3:], atol=1e-5)  # last queries, as with a cache
+    assert torch.allclose(
+        core(q[:, :, -3:], k, v, causal=True), masked[:, :, -3:], atol=1e-5
+    )  # last queries, as with a cache
 
 
 def test_linear_cached_steps_with_a_constant_state_equal_the_causal_pass():
@@ -194,7 +204,9 @@ def test_linear_cached_steps_with_a_constant_state_equal_the_causal_pass():
     assert len(sizes) == 1  # the state does not grow with the prefix
 
 
-STEPPING = [n for n in VARIANTS if CACHE in make_core(n).capabilities or n == "local"]  # local keeps its window instead of a cache
+STEPPING = [
+    n for n in VARIANTS if CACHE in make_core(n).capabilities or n == "local"
+]  # local keeps its window instead of a cache
 
 
 @pytest.mark.parametrize("name", STEPPING)
@@ -263,9 +275,13 @@ def test_favor_features_are_the_explicit_formula_up_to_the_stabiliser_and_zero_w
             torch.testing.assert_close(ratio, ratio[0].expand_as(ratio), rtol=1e-4, atol=0)
     ratio = queries / explicit
     torch.testing.assert_close(ratio, ratio[..., :1].expand_as(ratio), rtol=1e-4, atol=0)
-    assert keys.detach().amax() <= 1 / 64**0.5 + 1e-6 and (keys[~real] == 0).all()  # stabilised; padded keys give nothing
+    assert (
+        keys.detach().amax() <= 1 / 64**0.5 + 1e-6 and (keys[~real] == 0).all()
+    )  # stabilised; padded keys give nothing
     (grad,) = torch.autograd.grad(keys.sum() + queries.sum(), x)
-    assert torch.isfinite(grad).all() and (grad[pad[:, None, :, None].expand_as(grad)] != 0).any()  # padded rows still get the queries' gradient
+    assert (
+        torch.isfinite(grad).all() and (grad[pad[:, None, :, None].expand_as(grad)] != 0).any()
+    )  # padded rows still get the queries' gradient
 
 
 def test_performer_redraws_features_on_its_schedule():
@@ -324,7 +340,18 @@ def test_cached_decoding_equals_the_full_pass_for_cache_capable_variants(name):
 @pytest.mark.parametrize("name", VARIANTS)
 def test_every_variant_trains_a_tiny_classifier_through_hydra(name, tmp_path):
     settings = [f"model.attention.{key}={value}" for key, value in SMALL.get(name, {}).items()]
-    cfg = shrink(compose_config("task=long_range", "model=transformer", f"model/attention={name}", "task.seq_len=24", "task.n_train=64", "task.n_val=16", "task.n_test=16", *settings))
+    cfg = shrink(
+        compose_config(
+            "task=long_range",
+            "model=transformer",
+            f"model/attention={name}",
+            "task.seq_len=24",
+            "task.n_train=64",
+            "task.n_val=16",
+            "task.n_test=16",
+            *settings,
+        )
+    )
     record = execute(cfg, tmp_path, attention=name)
     assert record.status == "ok", record.error
     assert record.attention == name and record.steps > 0
@@ -367,16 +394,39 @@ def integer_settings(name: str) -> dict[str, int]:
 def test_every_integer_setting_of_every_variant_refuses_a_negative_or_fractional_value_at_build(name):
     for key in integer_settings(name):
         for bad in (-1, 2.5, "4"):
-            with pytest.raises(ValueError, match=rf"'{name}': {key} must be a (positive|non-negative) integer, got {bad!r}"):
+            with pytest.raises(
+                ValueError, match=rf"'{name}': {key} must be a (positive|non-negative) integer, got {bad!r}"
+            ):
                 make_core(name, **{key: bad})
 
 
 def test_linformer_weights_trained_for_one_length_are_refused_at_another_before_any_step(tmp_path):
-    common = ["task=long_range", "model=transformer", "model/attention=linformer", "model.attention.proj_len=8", "task.n_train=32", "task.n_val=8", "task.n_test=8"]
+    common = [
+        "task=long_range",
+        "model=transformer",
+        "model/attention=linformer",
+        "model.attention.proj_len=8",
+        "task.n_train=32",
+        "task.n_val=8",
+        "task.n_test=8",
+    ]
     trained = execute(shrink(compose_config(*common, "task.seq_len=16")), tmp_path / "train", attention="linformer")
     assert trained.status == "ok", trained.error
-    longer = execute(shrink(compose_config(*common, "task.seq_len=32", "job=evaluate", f"job.checkpoint={tmp_path / 'train' / 'checkpoints' / 'best.pt'}")), tmp_path / "eval")
-    assert longer.status == "failed" and "'linformer' was trained for max_len=17 and is built here for max_len=33" in longer.error  # [CLS] + 16, + 32
+    longer = execute(
+        shrink(
+            compose_config(
+                *common,
+                "task.seq_len=32",
+                "job=evaluate",
+                f"job.checkpoint={tmp_path / 'train' / 'checkpoints' / 'best.pt'}",
+            )
+        ),
+        tmp_path / "eval",
+    )
+    assert (
+        longer.status == "failed"
+        and "'linformer' was trained for max_len=17 and is built here for max_len=33" in longer.error
+    )  # [CLS] + 16, + 32
 
 
 def test_a_causal_request_to_an_encoder_only_variant_is_an_error():
@@ -388,5 +438,12 @@ def test_a_causal_request_to_an_encoder_only_variant_is_an_error():
 
 def test_full_and_explicit_declare_every_capability_and_build_decoders():
     for name in ("full", "explicit"):
-        decoder = Decoder(32, 1, 4, 64, attention=instantiate(OmegaConf.load(CONF / "model" / "attention" / f"{name}.yaml")))
-        assert decoder.layers[0].self_attn.core.capabilities == {"padding mask", "causal", "cross-attention", "cached decoding"}
+        decoder = Decoder(
+            32, 1, 4, 64, attention=instantiate(OmegaConf.load(CONF / "model" / "attention" / f"{name}.yaml"))
+        )
+        assert decoder.layers[0].self_attn.core.capabilities == {
+            "padding mask",
+            "causal",
+            "cross-attention",
+            "cached decoding",
+        }

@@ -6,6 +6,7 @@ The file holds a digest of each composed, resolved config (``_target_`` paths as
 
     .venv/bin/python tests/test_composed_configs.py --write
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,14 +30,21 @@ SNAPSHOT = Path(__file__).parent / "data" / "composed_configs.json"
 def combinations(conf: Path) -> list[list[str]]:
     """The overrides of every task x model x trainer, and of every experiment alone."""
     names = lambda group: sorted(p.stem for p in (conf / group).glob("*.yaml"))  # noqa: E731
-    out = [[f"task={t}", f"model={m}", f"trainer={r}"] for t in names("task") for m in names("model") for r in names("trainer")]
+    out = [
+        [f"task={t}", f"model={m}", f"trainer={r}"]
+        for t in names("task")
+        for m in names("model")
+        for r in names("trainer")
+    ]
     return out + [[f"experiment={e}"] for e in names("experiment")]
 
 
 def digest(overrides: list[str]) -> str:
     """sha256 of the composed config (inside ``initialize_config_dir``), resolved, keys sorted; or the error composing it raises."""
     try:
-        config = current(OmegaConf.to_container(compose(config_name="config", overrides=["logger=none", *overrides]), resolve=True))
+        config = current(
+            OmegaConf.to_container(compose(config_name="config", overrides=["logger=none", *overrides]), resolve=True)
+        )
     except Exception as err:  # noqa: BLE001 - a combination that cannot compose must keep failing the same way
         return f"error: {type(err).__name__}"
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -50,21 +58,31 @@ def snapshot(conf: Path = CONF) -> dict[str, str]:
 
 def check(recorded: dict[str, str], now: dict[str, str]) -> None:
     changed = sorted(k for k in recorded.keys() & now.keys() if recorded[k] != now[k])
-    assert not changed, f"{len(changed)} composed configs changed, e.g. {changed[:5]} (an intended change: --write, see the docstring)"
-    assert recorded.keys() >= now.keys(), f"added {sorted(now.keys() - recorded.keys())[:5]}, gone {sorted(recorded.keys() - now.keys())[:5]} (--write)"
+    assert not changed, (
+        f"{len(changed)} composed configs changed, e.g. {changed[:5]} (an intended change: --write, see the docstring)"
+    )
+    assert recorded.keys() >= now.keys(), (
+        f"added {sorted(now.keys() - recorded.keys())[:5]}, gone {sorted(recorded.keys() - now.keys())[:5]} (--write)"
+    )
 
 
 @pytest.mark.slow  # ~400 compositions, ~75 s
 def test_every_composed_config_is_unchanged():
     recorded, now = json.loads(SNAPSHOT.read_text()), snapshot()
-    assert recorded.keys() == now.keys(), f"added {sorted(now.keys() - recorded.keys())[:5]}, gone {sorted(recorded.keys() - now.keys())[:5]} (--write)"
+    assert recorded.keys() == now.keys(), (
+        f"added {sorted(now.keys() - recorded.keys())[:5]}, gone {sorted(recorded.keys() - now.keys())[:5]} (--write)"
+    )
     check(recorded, now)
 
 
 def test_every_model_trainer_task_and_experiment_composes_unchanged():
     """The fast set: every model x trainer on one task, every task with the Transformer, every experiment."""
     recorded = json.loads(SNAPSHOT.read_text())
-    keys = [k for k in recorded if k.startswith("task=sentiment ") or " model=transformer " in k or k.startswith("experiment=")]
+    keys = [
+        k
+        for k in recorded
+        if k.startswith("task=sentiment ") or " model=transformer " in k or k.startswith("experiment=")
+    ]
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         check({k: recorded[k] for k in keys}, {k: digest(k.split()) for k in keys})
 
@@ -73,7 +91,9 @@ def test_a_changed_setting_changes_the_digest_as_composed_changes_the_config():
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         a, b = digest(["task=sentiment", "model=lstm"]), digest(["task=sentiment", "model=lstm", "model.d_model=64"])
     assert a != b
-    assert OmegaConf.to_container(composed(["task=sentiment", "model=lstm"]), resolve=True)["model"]["d_model"] == 128  # the same composition
+    assert (
+        OmegaConf.to_container(composed(["task=sentiment", "model=lstm"]), resolve=True)["model"]["d_model"] == 128
+    )  # the same composition
 
 
 if __name__ == "__main__":

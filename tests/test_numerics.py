@@ -1,4 +1,5 @@
 """The floating-point environment: denormals really flushed (probed on every thread), precision resolved per device."""
+
 import os
 import subprocess
 import sys
@@ -12,15 +13,33 @@ from suite.runtime import numerics
 from suite.runtime.record import RESULT_FILE, ResultRecord, read_result
 from tests.conftest import compose_config, shrink
 
-X86 = pytest.mark.skipif(not torch.backends.cpu.get_cpu_capability().startswith("AVX"), reason="flush-to-zero is an x86 mode")
+X86 = pytest.mark.skipif(
+    not torch.backends.cpu.get_cpu_capability().startswith("AVX"), reason="flush-to-zero is an x86 mode"
+)
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cli(tmp_path: Path, *overrides: str) -> ResultRecord:
     """A smoke run in a fresh process (the flush mode is per thread and inherited by threads created later)."""
     env = {**os.environ, "OMP_NUM_THREADS": "2"}  # two threads: a worker thread must be flushed too
-    done = subprocess.run([sys.executable, "-m", "suite.run", "task=long_range", "model=lstm", "trainer=smoke", "logger=none",
-                           f"hydra.run.dir={tmp_path}", *overrides], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "suite.run",
+            "task=long_range",
+            "model=lstm",
+            "trainer=smoke",
+            "logger=none",
+            f"hydra.run.dir={tmp_path}",
+            *overrides,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return read_result(tmp_path / RESULT_FILE)
 
@@ -36,9 +55,13 @@ def test_a_run_has_denormals_flushed_and_records_it(flush, tmp_path):
 
 @X86
 def test_the_probe_tells_flushed_from_not():
-    script = ("import torch; from suite.runtime import numerics as n; torch.set_num_threads(2); a = n.denormals_flushed(); "
-              "b = n.set_flush_denormals(True); print(a, b)")
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True).stdout.split()
+    script = (
+        "import torch; from suite.runtime import numerics as n; torch.set_num_threads(2); a = n.denormals_flushed(); "
+        "b = n.set_flush_denormals(True); print(a, b)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
     assert out == ["False", "True"]
 
 

@@ -3,6 +3,7 @@
 In-process, a callback crashes the run mid-epoch or after an epoch; through the CLI, the
 process is killed with SIGKILL, or asked to stop with SIGTERM / SIGUSR1 (the SLURM path).
 """
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,14 @@ class Crash(Callback):
 
 
 def make_trainer(**kw) -> Trainer:
-    settings = dict(name="t", optimizer=lambda params: torch.optim.AdamW(params, lr=3e-3),
-                    scheduler=lambda o, total_steps: warmup_cosine(o, total_steps, warmup_steps=3), max_epochs=3, batch_size=8, progress=False)
+    settings = dict(
+        name="t",
+        optimizer=lambda params: torch.optim.AdamW(params, lr=3e-3),
+        scheduler=lambda o, total_steps: warmup_cosine(o, total_steps, warmup_steps=3),
+        max_epochs=3,
+        batch_size=8,
+        progress=False,
+    )
     return Trainer(**(settings | kw))
 
 
@@ -66,22 +73,33 @@ def crash_and_resume(task, model_cfg, tmp_path: Path, crash_at: int, **trainer_k
     cpu = torch.device("cpu")
     whole = make_trainer(**trainer_kw).fit(fresh(task, model_cfg), task, cpu, seed=0)
     with pytest.raises(RuntimeError, match="crash"):
-        make_trainer(**trainer_kw).fit(fresh(task, model_cfg), task, cpu, seed=0, checkpoint_dir=tmp_path, callbacks=[Crash(crash_at)])
+        make_trainer(**trainer_kw).fit(
+            fresh(task, model_cfg), task, cpu, seed=0, checkpoint_dir=tmp_path, callbacks=[Crash(crash_at)]
+        )
     assert (tmp_path / LAST).is_file()
     resumed = make_trainer(**trainer_kw).fit(fresh(task, model_cfg), task, cpu, seed=0, checkpoint_dir=tmp_path)
     return whole, resumed
 
 
-@pytest.mark.parametrize("every_s, resumed_at", [(0.0, 10), (None, 8)])  # a checkpoint each step (mid-epoch) / at epoch ends only
+@pytest.mark.parametrize(
+    "every_s, resumed_at", [(0.0, 10), (None, 8)]
+)  # a checkpoint each step (mid-epoch) / at epoch ends only
 def test_crashed_run_resumes_to_the_same_weights_and_metrics(tmp_path, every_s, resumed_at):
     task, model_cfg = recall_task()
     whole, resumed = crash_and_resume(task, model_cfg, tmp_path, crash_at=11, checkpoint_every_s=every_s)
     assert resumed.resumed_at == resumed_at and whole.resumed_at is None
     assert_same_weights(whole.model, resumed.model)
-    assert (whole.steps, whole.epochs, whole.best_epoch, whole.val) == (resumed.steps, resumed.epochs, resumed.best_epoch, resumed.val)
+    assert (whole.steps, whole.epochs, whole.best_epoch, whole.val) == (
+        resumed.steps,
+        resumed.epochs,
+        resumed.best_epoch,
+        resumed.val,
+    )
     cpu = torch.device("cpu")
     assert make_trainer().score(whole.model, task, cpu, 0)[0] == make_trainer().score(resumed.model, task, cpu, 0)[0]
-    assert not (tmp_path / LAST).exists() and (tmp_path / "best.pt").is_file()  # a finished run keeps its best weights only
+    assert (
+        not (tmp_path / LAST).exists() and (tmp_path / "best.pt").is_file()
+    )  # a finished run keeps its best weights only
 
 
 def test_length_bucketed_batches_resume_exactly(tmp_path):
@@ -90,8 +108,17 @@ def test_length_bucketed_batches_resume_exactly(tmp_path):
     cfg = shrink(compose_config("task=translation", "task.vocab_size=600", "model=transformer"))
     task = instantiate(cfg.task)
     task.setup()
-    whole, resumed = crash_and_resume(task, cfg.model, tmp_path, crash_at=7, checkpoint_every_s=0.0, max_epochs=2,
-                                      limit_train_batches=5, limit_eval_batches=1, eval_batch_size=8)
+    whole, resumed = crash_and_resume(
+        task,
+        cfg.model,
+        tmp_path,
+        crash_at=7,
+        checkpoint_every_s=0.0,
+        max_epochs=2,
+        limit_train_batches=5,
+        limit_eval_batches=1,
+        eval_batch_size=8,
+    )
     assert resumed.resumed_at == 6
     assert_same_weights(whole.model, resumed.model)
     assert whole.val == resumed.val
@@ -101,14 +128,36 @@ def test_a_checkpoint_of_another_configuration_is_refused_with_the_difference(tm
     task, model_cfg = recall_task()
     cpu = torch.device("cpu")
     with pytest.raises(RuntimeError, match="crash"):
-        make_trainer(checkpoint_every_s=0).fit(fresh(task, model_cfg), task, cpu, seed=0, checkpoint_dir=tmp_path, callbacks=[Crash(3)], identity={"seed": 0, "model": {"d_model": 32}})
+        make_trainer(checkpoint_every_s=0).fit(
+            fresh(task, model_cfg),
+            task,
+            cpu,
+            seed=0,
+            checkpoint_dir=tmp_path,
+            callbacks=[Crash(3)],
+            identity={"seed": 0, "model": {"d_model": 32}},
+        )
     with pytest.raises(ValueError, match=r"another configuration \(model.d_model: 32 -> 64"):
-        make_trainer().fit(fresh(task, model_cfg), task, cpu, seed=0, checkpoint_dir=tmp_path, identity={"seed": 0, "model": {"d_model": 64}})
+        make_trainer().fit(
+            fresh(task, model_cfg),
+            task,
+            cpu,
+            seed=0,
+            checkpoint_dir=tmp_path,
+            identity={"seed": 0, "model": {"d_model": 64}},
+        )
     saved = torch.load(tmp_path / LAST, weights_only=False)
     saved["model"] = {"unrelated.weight": torch.zeros(1)}
     atomic_save(saved, tmp_path / LAST)
     with pytest.raises(ValueError, match="does not fit this model"):
-        make_trainer().fit(fresh(task, model_cfg), task, cpu, seed=0, checkpoint_dir=tmp_path, identity={"seed": 0, "model": {"d_model": 32}})
+        make_trainer().fit(
+            fresh(task, model_cfg),
+            task,
+            cpu,
+            seed=0,
+            checkpoint_dir=tmp_path,
+            identity={"seed": 0, "model": {"d_model": 32}},
+        )
 
 
 class Planted:
@@ -125,7 +174,15 @@ def test_every_checkpoint_loads_as_weights_only_and_a_crafted_pickle_is_refused_
     task, model_cfg = recall_task()
     cpu = torch.device("cpu")
     with pytest.raises(RuntimeError, match="crash"):
-        make_trainer(checkpoint_every_s=0).fit(fresh(task, model_cfg), task, cpu, seed=0, checkpoint_dir=tmp_path, callbacks=[Crash(3)], identity={"seed": 0})
+        make_trainer(checkpoint_every_s=0).fit(
+            fresh(task, model_cfg),
+            task,
+            cpu,
+            seed=0,
+            checkpoint_dir=tmp_path,
+            callbacks=[Crash(3)],
+            identity={"seed": 0},
+        )
     saved = torch.load(tmp_path / LAST, weights_only=True)  # what resuming reads: tensors and plain values only
     assert saved["step"] == 2  # saved after every step; the crash came in step 3's callbacks, before its save
     planted = tmp_path / "code-ran"
@@ -156,15 +213,37 @@ def test_atomic_save_leaves_the_old_file_whole_when_the_write_fails(tmp_path):
 
 # --- through the command line: SIGKILL, and the scheduler's signals ---------------------------------
 
-CLI = ["task=long_range", "task.problem=recall", "task.seq_len=8", "task.n_train=2048", "task.n_val=64", "task.n_test=64", "model=lstm",
-       "model.d_model=32", "trainer=smoke", "trainer.limit_train_batches=null", "trainer.limit_eval_batches=null", "trainer.max_epochs=2",
-       "trainer.max_steps=null", "trainer.batch_size=8", "trainer.checkpoint_every_s=0", "logger=none", "trainer.precision=fp32"]
+CLI = [
+    "task=long_range",
+    "task.problem=recall",
+    "task.seq_len=8",
+    "task.n_train=2048",
+    "task.n_val=64",
+    "task.n_test=64",
+    "model=lstm",
+    "model.d_model=32",
+    "trainer=smoke",
+    "trainer.limit_train_batches=null",
+    "trainer.limit_eval_batches=null",
+    "trainer.max_epochs=2",
+    "trainer.max_steps=null",
+    "trainer.batch_size=8",
+    "trainer.checkpoint_every_s=0",
+    "logger=none",
+    "trainer.precision=fp32",
+]
 
 
 def start(run_dir: Path, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "1"}
-    return subprocess.Popen([sys.executable, "-m", "suite.run", *CLI, *extra, f"hydra.run.dir={run_dir}"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "suite.run", *CLI, *extra, f"hydra.run.dir={run_dir}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def wait_for_step(run_dir: Path, proc: subprocess.Popen, at_least: int, timeout: float = 300) -> int:

@@ -1,4 +1,5 @@
 """The per-run result record (``result.json``) and its reading back for tables."""
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,9 @@ class ResultRecord:
     dataset: str
     model: str
     seed: int
-    job: str | None = None  # what the run did, by its conf/job name: train, speed, evaluate, compress, ... (None: ``job_of`` its config)
+    job: str | None = (
+        None  # what the run did, by its conf/job name: train, speed, evaluate, compress, ... (None: ``job_of`` its config)
+    )
     seq_len: int | None = None
     params: int | None = None
     split_sizes: dict[str, int] = field(default_factory=dict)
@@ -44,7 +47,9 @@ class ResultRecord:
     stop_reason: str | None = None
     planned_steps: int | None = None  # the steps planned; more than ``steps`` when the time cap cut the run short
     precision: str | None = None  # 'fp32' or 'bf16' (autocast), as resolved on the device
-    precision_reason: str | None = None  # why that precision: set by the config, or what 'auto' chose for this model family on this device
+    precision_reason: str | None = (
+        None  # why that precision: set by the config, or what 'auto' chose for this model family on this device
+    )
     resumed_at: int | None = None  # the step a resumed training continued from (None: it ran in one go)
     world_size: int = 1  # training processes (torchrun); throughput is summed over them
     backend: str | None = None  # torch.distributed backend (gloo, nccl) when world_size > 1
@@ -54,10 +59,14 @@ class ResultRecord:
     error: str | None = None
     curves: dict[str, list[float]] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)  # files the task wrote into the run directory (plots)
-    compression: dict[str, Any] = field(default_factory=dict)  # job=compress: the method, sizes, weights, speed against the uncompressed model (README)
+    compression: dict[str, Any] = field(
+        default_factory=dict
+    )  # job=compress: the method, sizes, weights, speed against the uncompressed model (README)
     attention: str | None = None
     device: str = ""
-    numerics: dict[str, Any] = field(default_factory=dict)  # floating-point environment (suite.runtime.numerics.describe)
+    numerics: dict[str, Any] = field(
+        default_factory=dict
+    )  # floating-point environment (suite.runtime.numerics.describe)
     versions: dict[str, str] = field(default_factory=dict)
     git_commit: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
@@ -71,10 +80,14 @@ class ResultRecord:
     @property
     def shortened(self) -> bool:
         """True when the time cap ended training before its planned steps (the figures then depend on the machine's speed)."""
-        return self.stop_reason == "time_budget" and (self.planned_steps is None or (self.steps or 0) < self.planned_steps)
+        return self.stop_reason == "time_budget" and (
+            self.planned_steps is None or (self.steps or 0) < self.planned_steps
+        )
 
     def write(self, run_dir: Path) -> Path:
-        return atomic_write_text(Path(run_dir) / RESULT_FILE, json.dumps(asdict(self), indent=2, sort_keys=False, default=str) + "\n")
+        return atomic_write_text(
+            Path(run_dir) / RESULT_FILE, json.dumps(asdict(self), indent=2, sort_keys=False, default=str) + "\n"
+        )
 
 
 def job_of(config: dict[str, Any]) -> str:
@@ -103,7 +116,9 @@ def trainer_name(r: ResultRecord) -> str:
     """
     job = r.config.get("job") or {}
     if r.job == "evaluate":
-        weights = Path(job["checkpoint"]).parent.parent.name if job.get("checkpoint") else ""  # <run dir>/checkpoints/best.pt
+        weights = (
+            Path(job["checkpoint"]).parent.parent.name if job.get("checkpoint") else ""
+        )  # <run dir>/checkpoints/best.pt
         return "evaluated" + (f" {weights}" if weights else "") + (f" ({r.scored_with})" if r.scored_with else "")
     trainer = r.config.get("trainer") or {}
     limits = [f"{trainer['max_steps']} steps"] if trainer.get("max_steps") else []
@@ -144,14 +159,28 @@ def library_versions() -> dict[str, str]:
     import tokenizers
     import torchvision
 
-    return {"python": platform.python_version(), "torch": torch.__version__, "torchvision": torchvision.__version__, "hydra": hydra.__version__, "tokenizers": tokenizers.__version__}
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+        "hydra": hydra.__version__,
+        "tokenizers": tokenizers.__version__,
+    }
 
 
 def git_commit() -> str | None:
     """The project's HEAD commit, with '-dirty' when the work tree has changes."""
     try:
-        head = subprocess.run(["git", "rev-parse", "--verify", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--verify", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     sha = head.stdout.strip() if head.returncode == 0 else ""
