@@ -2,6 +2,7 @@
 
 Nothing under ``suite`` knows a domain; domains live in ``tasks``.
 """
+
 from omegaconf import OmegaConf
 
 

@@ -3,6 +3,7 @@
 Shapes: B batch, L source length, T target length, D model width.
 Masks follow PyTorch's ``key_padding_mask`` convention: ``True`` marks padding.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -172,7 +173,9 @@ class LanguageTask(Task, Protocol):
         """The raw texts of 'train', 'val' or 'test'."""
         ...
 
-    def exact_context_batches(self, split: str, contexts: list[int], n_targets: int, batch_size: int, seed: int) -> dict[int, Iterable[Batch]]:
+    def exact_context_batches(
+        self, split: str, contexts: list[int], n_targets: int, batch_size: int, seed: int
+    ) -> dict[int, Iterable[Batch]]:
         """Per context length c, batches scoring the same targets of ``split``, each with exactly c tokens before it."""
         ...
 

@@ -3,6 +3,7 @@
 A domain module supplies a loader returning ``ClassificationData`` (splits, collate, the
 content embedding); this module supplies loaders, model building, loss and metrics.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -82,7 +83,9 @@ def pad_collate(pad_id: int, max_len: int) -> Callable[[list[tuple[Tensor, int]]
         lengths = torch.tensor([len(s) for s in seqs])
         pad_mask = torch.arange(longest)[None, :] >= lengths[:, None]  # (B, L), True at padding
         targets = torch.tensor([label for _, label in pairs], dtype=torch.long)
-        return Batch(inputs, targets, pad_mask if pad_mask.any() else None, n_items=len(seqs), n_tokens=int((~pad_mask).sum()))
+        return Batch(
+            inputs, targets, pad_mask if pad_mask.any() else None, n_items=len(seqs), n_tokens=int((~pad_mask).sum())
+        )
 
     return collate
 
@@ -119,7 +122,10 @@ def per_class_metrics(logits: Tensor, targets: Tensor, n_classes: int, class_nam
     if len(class_names) != n_classes:
         raise ValueError(f"{len(class_names)} class names for {n_classes} classes")
     per_class = multiclass_f1_score(logits.argmax(dim=-1), targets, n_classes, average=None)
-    return {**accuracy_f1(logits, targets, n_classes), **{f"f1_{name}": f for name, f in zip(class_names, per_class.tolist())}}
+    return {
+        **accuracy_f1(logits, targets, n_classes),
+        **{f"f1_{name}": f for name, f in zip(class_names, per_class.tolist())},
+    }
 
 
 def confusion_matrix_png(logits: Tensor, targets: Tensor, class_names: list[str], run_dir: Path) -> Path:
@@ -132,8 +138,13 @@ def confusion_matrix_png(logits: Tensor, targets: Tensor, class_names: list[str]
     fig = Figure(figsize=(side, side))
     ax = fig.subplots()
     ConfusionMatrixDisplay.from_predictions(
-        targets.numpy(), preds.numpy(), labels=list(range(len(class_names))), display_labels=class_names,
-        ax=ax, colorbar=False, xticks_rotation=45,
+        targets.numpy(),
+        preds.numpy(),
+        labels=list(range(len(class_names))),
+        display_labels=class_names,
+        ax=ax,
+        colorbar=False,
+        xticks_rotation=45,
     )
     ax.set_title(f"test: {len(targets)} examples, accuracy {(preds == targets).float().mean().item():.4f}")
     fig.tight_layout()
@@ -157,7 +168,17 @@ class ClassificationTask:
             (None where only the data tells, as an image's patch count).
     """
 
-    def __init__(self, name: str, dataset: str, load: Callable[[], ClassificationData], label_smoothing: float = 0.0, metrics: Metrics = accuracy_f1, primary_metric: str = "accuracy", artifacts: Sequence[Artifact] = (), max_len: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        dataset: str,
+        load: Callable[[], ClassificationData],
+        label_smoothing: float = 0.0,
+        metrics: Metrics = accuracy_f1,
+        primary_metric: str = "accuracy",
+        artifacts: Sequence[Artifact] = (),
+        max_len: int | None = None,
+    ) -> None:
         self.name, self.dataset, self.max_len = name, dataset, max_len
         self.load, self.label_smoothing = load, label_smoothing
         self.metrics, self.primary_metric = metrics, primary_metric
@@ -184,9 +205,19 @@ class ClassificationTask:
     def loaders(self, batch_size: int, seed: int, eval_batch_size: int | None = None) -> dict[str, DataLoader]:
         data = self.ready
         gen = torch.Generator().manual_seed(seed)
-        make = lambda split, bs, shuffle: DataLoader(data.splits[split], batch_size=bs, shuffle=shuffle, generator=gen if shuffle else None, collate_fn=data.collate)  # noqa: E731
+        make = lambda split, bs, shuffle: DataLoader(
+            data.splits[split],
+            batch_size=bs,
+            shuffle=shuffle,
+            generator=gen if shuffle else None,
+            collate_fn=data.collate,
+        )  # noqa: E731
         eval_bs = eval_batch_size or batch_size
-        return {"train": make("train", batch_size, True), "val": make("val", eval_bs, False), "test": make("test", eval_bs, False)}
+        return {
+            "train": make("train", batch_size, True),
+            "val": make("val", eval_bs, False),
+            "test": make("test", eval_bs, False),
+        }
 
     def build_model(self, model_cfg: Any) -> nn.Module:
         data = self.ready
@@ -213,7 +244,9 @@ class ClassificationTask:
         """The batch's first input without its padding, with its tokens ([CLS] first where the model's pooling prepends it)."""
         names = self.ready.token_names
         if names is None:
-            raise ValueError(f"task {self.name!r} ({self.dataset}) has no tokens to show: attention maps need a task of tokens (e.g. sentiment)")
+            raise ValueError(
+                f"task {self.name!r} ({self.dataset}) has no tokens to show: attention maps need a task of tokens (e.g. sentiment)"
+            )
         n = batch.inputs.size(1) if batch.pad_mask is None else int((~batch.pad_mask[0]).sum())
         ids = batch.inputs[:1, :n]  # (1, n)
         tokens = names(ids[0].tolist())
@@ -221,7 +254,9 @@ class ClassificationTask:
             tokens = ["[CLS]", *tokens]
         return Readable(lambda: model(ids, None), tokens)
 
-    def write_artifacts(self, model: nn.Module, run_dir: Path, device: torch.device, batch_size: int = 256) -> list[Path]:
+    def write_artifacts(
+        self, model: nn.Module, run_dir: Path, device: torch.device, batch_size: int = 256
+    ) -> list[Path]:
         """Predict the whole test split once and hand the predictions to each artifact writer."""
         if not self.artifacts:
             return []

@@ -18,6 +18,7 @@ the others keep their test split and give a stratified validation slice of train
 normalised with the training split's mean and standard deviation; training images get light
 augmentation (random shifts, and horizontal flips where a flip keeps the class).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -145,14 +146,22 @@ def subset(images: Images, index: Sequence[int]) -> Images:
     return images[0][idx], images[1][idx]
 
 
-def make_splits(parts: dict[str, Images], val_fraction: float, test_fraction: float, split_seed: int) -> dict[str, Images]:
+def make_splits(
+    parts: dict[str, Images], val_fraction: float, test_fraction: float, split_seed: int
+) -> dict[str, Images]:
     """train/val/test: divide an 'all' part, or carve validation out of the source's train split."""
     if "all" in parts:
         whole = parts["all"]
         fractions = {"train": 1 - val_fraction - test_fraction, "val": val_fraction, "test": test_fraction}
-        return {name: subset(whole, idx) for name, idx in stratified_split(whole[1].tolist(), fractions, split_seed).items()}
+        return {
+            name: subset(whole, idx) for name, idx in stratified_split(whole[1].tolist(), fractions, split_seed).items()
+        }
     idx = stratified_split(parts["train"][1].tolist(), {"train": 1 - val_fraction, "val": val_fraction}, split_seed)
-    return {"train": subset(parts["train"], idx["train"]), "val": subset(parts["train"], idx["val"]), "test": parts["test"]}
+    return {
+        "train": subset(parts["train"], idx["train"]),
+        "val": subset(parts["train"], idx["val"]),
+        "test": parts["test"],
+    }
 
 
 class ImageDataset(Dataset):
@@ -192,7 +201,15 @@ def transforms(train: Images, source: ImageSource, augment: bool) -> tuple[v2.Tr
     return v2.Compose([*steps, normalize]), normalize
 
 
-def load(dataset: str, data_dir: str | None, patch_size: int | None, augment: bool, val_fraction: float, test_fraction: float, split_seed: int) -> ClassificationData:
+def load(
+    dataset: str,
+    data_dir: str | None,
+    patch_size: int | None,
+    augment: bool,
+    val_fraction: float,
+    test_fraction: float,
+    split_seed: int,
+) -> ClassificationData:
     """Read, split, normalise; the embedding cuts images into ``patch_size`` patches."""
     if dataset not in SOURCES:
         raise ValueError(f"unknown image dataset {dataset!r}; choose one of {sorted(SOURCES)}")
@@ -205,7 +222,9 @@ def load(dataset: str, data_dir: str | None, patch_size: int | None, augment: bo
     train_tf, eval_tf = transforms(splits["train"], source, augment)
     n_patches = (height // patch) * (width // patch)
     return ClassificationData(
-        splits={name: ImageDataset(images, train_tf if name == "train" else eval_tf) for name, images in splits.items()},
+        splits={
+            name: ImageDataset(images, train_tf if name == "train" else eval_tf) for name, images in splits.items()
+        },
         collate=image_collate(n_patches),
         n_classes=len(source.classes),
         class_names=list(source.classes),
@@ -214,7 +233,18 @@ def load(dataset: str, data_dir: str | None, patch_size: int | None, augment: bo
     )
 
 
-def build(name: str, dataset: str = "digits", data_dir: str | None = None, patch_size: int | None = None, augment: bool = True, val_fraction: float = 0.1, test_fraction: float = 0.2, split_seed: int = 0, label_smoothing: float = 0.0, artifacts: Sequence[Artifact] = ()) -> ClassificationTask:
+def build(
+    name: str,
+    dataset: str = "digits",
+    data_dir: str | None = None,
+    patch_size: int | None = None,
+    augment: bool = True,
+    val_fraction: float = 0.1,
+    test_fraction: float = 0.2,
+    split_seed: int = 0,
+    label_smoothing: float = 0.0,
+    artifacts: Sequence[Artifact] = (),
+) -> ClassificationTask:
     """The image task (``conf/task/image.yaml``)."""
     loader = partial(load, dataset, data_dir, patch_size, augment, val_fraction, test_fraction, split_seed)
     return ClassificationTask(name, dataset, loader, label_smoothing=label_smoothing, artifacts=artifacts)

@@ -11,6 +11,7 @@ The tokenizer is fitted to the training documents alone: ``tokenizer=bpe`` a byt
 ``vocab_size`` ids (GPT-2's kind: lossless, nothing unknown), ``tokenizer=byte`` the 256 UTF-8
 bytes. Bits per byte compares the two. Windows, loss and metrics: ``tasks.next_token``.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -29,7 +30,9 @@ TOKENIZERS = ("bpe", "byte")
 AESLC_FILES = {"train": "train", "val": "dev", "test": "test"}
 
 
-def bbc_documents(data_dir: str | None, val_fraction: float, test_fraction: float, split_seed: int) -> dict[str, list[str]]:
+def bbc_documents(
+    data_dir: str | None, val_fraction: float, test_fraction: float, split_seed: int
+) -> dict[str, list[str]]:
     """BBC News articles, duplicates removed, split by document (stratified by category, seeded)."""
     rows, parts = bbc_split_rows(data_dir, val_fraction, test_fraction, split_seed)
     return {split: [rows[i]["article"].strip() for i in idx] for split, idx in parts.items()}
@@ -45,11 +48,22 @@ def first_occurrences(splits: dict[str, list[str]]) -> dict[str, list[str]]:
 def aeslc_documents(data_dir: str | None) -> dict[str, list[str]]:
     """AESLC email bodies of the official splits, each body kept once (first split wins)."""
     root = require(data_dir, "summarization", "aeslc")
-    splits = {split: [r["email_body"].strip() for r in read_jsonl(root / f"{name}.jsonl", ["email_body"])] for split, name in AESLC_FILES.items()}
+    splits = {
+        split: [r["email_body"].strip() for r in read_jsonl(root / f"{name}.jsonl", ["email_body"])]
+        for split, name in AESLC_FILES.items()
+    }
     return first_occurrences(splits)
 
 
-def load(dataset: str, data_dir: str | None, tokenizer: str, vocab_size: int, val_fraction: float, test_fraction: float, split_seed: int) -> Corpus:
+def load(
+    dataset: str,
+    data_dir: str | None,
+    tokenizer: str,
+    vocab_size: int,
+    val_fraction: float,
+    test_fraction: float,
+    split_seed: int,
+) -> Corpus:
     """Read and split the documents, fit the tokenizer on the training ones, encode every split as one stream."""
     if dataset == "bbc":
         documents = bbc_documents(data_dir, val_fraction, test_fraction, split_seed)
@@ -65,7 +79,14 @@ def load(dataset: str, data_dir: str | None, tokenizer: str, vocab_size: int, va
     token_bytes = torch.tensor(byte_lengths(tok))
     token_bytes[eos] = 1  # the break that ends a document
     streams = {split: join_documents(encode(tok, texts), eos) for split, texts in documents.items()}
-    return Corpus(documents=documents, streams=streams, tokenizer=tok, token_bytes=token_bytes, eos_id=eos, pad_id=tok.token_to_id(PAD))
+    return Corpus(
+        documents=documents,
+        streams=streams,
+        tokenizer=tok,
+        token_bytes=token_bytes,
+        eos_id=eos,
+        pad_id=tok.token_to_id(PAD),
+    )
 
 
 def build(

@@ -16,6 +16,7 @@
 Splits are generated from ``split_seed`` (not the model seed), so every model sees the same
 data; test and validation sequences that also occur in training are regenerated.
 """
+
 from __future__ import annotations
 
 import random
@@ -115,7 +116,9 @@ def listops_example(rng: random.Random, seq_len: int, max_depth: int, max_args: 
 # --- the task ---------------------------------------------------------------------------------
 
 
-def generate_splits(make: Callable[[random.Random], Example], sizes: dict[str, int], split_seed: int) -> dict[str, list[Example]]:
+def generate_splits(
+    make: Callable[[random.Random], Example], sizes: dict[str, int], split_seed: int
+) -> dict[str, list[Example]]:
     """Generate each split from its own seeded stream; val/test never repeat a training sequence."""
     seen: set[tuple[int, ...]] = set()
     out: dict[str, list[Example]] = {}
@@ -133,10 +136,30 @@ def generate_splits(make: Callable[[random.Random], Example], sizes: dict[str, i
     return out
 
 
-def load(problem: str, seq_len: int, n_train: int, n_val: int, n_test: int, split_seed: int, n_classes: int, n_filler: int, max_depth: int, max_args: int, key_position: int = 0) -> ClassificationData:
+def load(
+    problem: str,
+    seq_len: int,
+    n_train: int,
+    n_val: int,
+    n_test: int,
+    split_seed: int,
+    n_classes: int,
+    n_filler: int,
+    max_depth: int,
+    max_args: int,
+    key_position: int = 0,
+) -> ClassificationData:
     problems: dict[str, tuple[Callable[[random.Random], Example], int, int]] = {
-        "recall": (partial(recall_example, seq_len=seq_len, n_classes=n_classes, n_filler=n_filler, key_position=key_position), n_classes, 1 + n_classes + n_filler),
-        "listops": (partial(listops_example, seq_len=seq_len, max_depth=max_depth, max_args=max_args), 10, 1 + len(VOCAB)),
+        "recall": (
+            partial(recall_example, seq_len=seq_len, n_classes=n_classes, n_filler=n_filler, key_position=key_position),
+            n_classes,
+            1 + n_classes + n_filler,
+        ),
+        "listops": (
+            partial(listops_example, seq_len=seq_len, max_depth=max_depth, max_args=max_args),
+            10,
+            1 + len(VOCAB),
+        ),
     }
     if problem not in problems:
         raise ValueError(f"unknown long_range problem {problem!r}; choose one of {sorted(problems)}")
@@ -152,11 +175,41 @@ def load(problem: str, seq_len: int, n_train: int, n_val: int, n_test: int, spli
     )
 
 
-def build(name: str, problem: str = "recall", dataset: str | None = None, seq_len: int = 128, n_train: int = 2000, n_val: int = 300, n_test: int = 500, split_seed: int = 0, n_classes: int = 8, n_filler: int = 32, max_depth: int = 10, max_args: int = 5, key_position: int = 0, label_smoothing: float = 0.0) -> ClassificationTask:
+def build(
+    name: str,
+    problem: str = "recall",
+    dataset: str | None = None,
+    seq_len: int = 128,
+    n_train: int = 2000,
+    n_val: int = 300,
+    n_test: int = 500,
+    split_seed: int = 0,
+    n_classes: int = 8,
+    n_filler: int = 32,
+    max_depth: int = 10,
+    max_args: int = 5,
+    key_position: int = 0,
+    label_smoothing: float = 0.0,
+) -> ClassificationTask:
     """The long-range task (``conf/task/long_range.yaml``); ``dataset`` in records is the problem name."""
     if dataset not in (None, problem):
         raise ValueError(f"long_range dataset {dataset!r} must name its problem {problem!r}")
     if isinstance(key_position, bool) or not isinstance(key_position, int) or not -seq_len <= key_position < seq_len:
-        raise ValueError(f"long_range key_position must be an integer in [-{seq_len}, {seq_len}) for seq_len={seq_len}, got {key_position!r}")
-    loader = partial(load, problem, seq_len, n_train, n_val, n_test, split_seed, n_classes, n_filler, max_depth, max_args, key_position)
+        raise ValueError(
+            f"long_range key_position must be an integer in [-{seq_len}, {seq_len}) for seq_len={seq_len}, got {key_position!r}"
+        )
+    loader = partial(
+        load,
+        problem,
+        seq_len,
+        n_train,
+        n_val,
+        n_test,
+        split_seed,
+        n_classes,
+        n_filler,
+        max_depth,
+        max_args,
+        key_position,
+    )
     return ClassificationTask(name, problem, loader, label_smoothing=label_smoothing, max_len=seq_len)

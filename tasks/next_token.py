@@ -15,6 +15,7 @@ the break that ends a document), which does not depend on the tokenizer; ``neg_b
 (higher is better: model selection); and ``unigram_perplexity``, the same targets scored by their
 training frequencies (add-one), the floor a model must beat.
 """
+
 from __future__ import annotations
 
 import math
@@ -115,8 +116,10 @@ def scored_nll(model: nn.Module, inputs: Tensor, targets: Tensor, scored: Tensor
     through the model a few at a time, so at most ``CHUNK_TOKENS`` positions are held at once.
     """
     rows = max(1, CHUNK_TOKENS // inputs.size(1))
-    parts = [F.cross_entropy(model.generator(model.features(x)[s]).float(), y[s], reduction="none")
-             for x, y, s in zip(inputs.split(rows), targets.split(rows), scored.split(rows))]
+    parts = [
+        F.cross_entropy(model.generator(model.features(x)[s]).float(), y[s], reduction="none")
+        for x, y, s in zip(inputs.split(rows), targets.split(rows), scored.split(rows))
+    ]
     return torch.cat(parts)
 
 
@@ -168,7 +171,9 @@ class NextTokenTask:
 
     primary_metric = "neg_bits_per_byte"
 
-    def __init__(self, name: str, dataset: str, load: Callable[[], Corpus], seq_len: int, stride: int, tie_output: bool = True) -> None:
+    def __init__(
+        self, name: str, dataset: str, load: Callable[[], Corpus], seq_len: int, stride: int, tie_output: bool = True
+    ) -> None:
         if not 1 <= stride <= seq_len:
             raise ValueError(f"task.stride must be between 1 and task.seq_len={seq_len}, got {stride}")
         self.name, self.dataset, self.load = name, dataset, load
@@ -203,14 +208,20 @@ class NextTokenTask:
         streams = self.ready.streams
         gen = torch.Generator().manual_seed(seed)
         train = Windows(streams["train"], training_windows(len(streams["train"]), self.length), self.length)
-        loaders = {"train": DataLoader(train, batch_size=batch_size, shuffle=True, generator=gen, collate_fn=window_collate)}
+        loaders = {
+            "train": DataLoader(train, batch_size=batch_size, shuffle=True, generator=gen, collate_fn=window_collate)
+        }
         for split in ("val", "test"):
-            windows = Windows(streams[split], sliding_windows(len(streams[split]), self.length, self.stride), self.length)
+            windows = Windows(
+                streams[split], sliding_windows(len(streams[split]), self.length, self.stride), self.length
+            )
             loaders[split] = DataLoader(windows, batch_size=eval_batch_size or batch_size, collate_fn=window_collate)
         return loaders
 
     def build_model(self, model_cfg: Any) -> LanguageModel:
-        return build_language_model(model_cfg, self.vocab_size, self.length, pad_id=self.ready.pad_id, tie_output=self.tie_output)
+        return build_language_model(
+            model_cfg, self.vocab_size, self.length, pad_id=self.ready.pad_id, tie_output=self.tie_output
+        )
 
     def loss(self, model: nn.Module, batch: Batch) -> Tensor:
         """Mean cross-entropy over the scored targets (all of them in training windows)."""
@@ -232,7 +243,9 @@ class NextTokenTask:
     def documents(self, split: str) -> list[str]:
         return self.ready.documents[split]
 
-    def exact_context_batches(self, split: str, contexts: list[int], n_targets: int, batch_size: int, seed: int) -> dict[int, DataLoader]:
+    def exact_context_batches(
+        self, split: str, contexts: list[int], n_targets: int, batch_size: int, seed: int
+    ) -> dict[int, DataLoader]:
         """For each context length c, batches that score the same ``n_targets`` targets of ``split``, each
         given exactly the c tokens before it (one scored target a window).
 
@@ -245,7 +258,12 @@ class NextTokenTask:
         candidates = torch.arange(reach, len(stream))
         pick = torch.randperm(len(candidates), generator=torch.Generator().manual_seed(seed))[:n_targets]
         targets = candidates[pick].sort().values.tolist()
-        return {c: DataLoader(Windows(stream, [(t - c, c - 1) for t in targets], c), batch_size=batch_size, collate_fn=window_collate) for c in contexts}
+        return {
+            c: DataLoader(
+                Windows(stream, [(t - c, c - 1) for t in targets], c), batch_size=batch_size, collate_fn=window_collate
+            )
+            for c in contexts
+        }
 
     def evaluate(self, model: nn.Module, batches: Iterable[Batch], device: torch.device) -> dict[str, float]:
         """Perplexity, bits per byte and the unigram baseline over every scored target of the split."""
@@ -253,5 +271,7 @@ class NextTokenTask:
         token_bytes, unigram = self.ready.token_bytes.to(device), self.unigram.to(device)
         for batch in batches:
             scored = batch.extra["scored"]
-            tally.add(scored_nll(model, batch.inputs, batch.targets, scored), batch.targets, scored, token_bytes, unigram)
+            tally.add(
+                scored_nll(model, batch.inputs, batch.targets, scored), batch.targets, scored, token_bytes, unigram
+            )
         return tally.metrics()

@@ -4,6 +4,7 @@ SST-2 here is ALPS's re-split of GLUE (see MANIFEST.md §4): ``train.tsv + dev.t
 training set and ``test.tsv`` is GLUE's dev set, on which results are reported. A seeded,
 stratified slice of training data is held out for validation (model selection).
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -62,7 +63,9 @@ def sst2_splits(data_dir: str | None, val_fraction: float, split_seed: int) -> d
     rows = set(texts)  # only spans that are rows themselves are kept: all spans would be millions of strings
     parts_of_rows = {span for text in texts for span in token_spans(text, proper=True) if span in rows}
     sentences = [i for i, text in enumerate(texts) if text not in parts_of_rows]
-    chosen = stratified_split([labels[i] for i in sentences], {"val": val_fraction, "rest": 1 - val_fraction}, split_seed)["val"]
+    chosen = stratified_split(
+        [labels[i] for i in sentences], {"val": val_fraction, "rest": 1 - val_fraction}, split_seed
+    )["val"]
     val = [sentences[i] for i in chosen]
     leaked: set[str] = set()
     for i in val:
@@ -75,7 +78,9 @@ def sst2_splits(data_dir: str | None, val_fraction: float, split_seed: int) -> d
     }
 
 
-def rt_polarity_splits(data_dir: str | None, val_fraction: float, test_fraction: float, split_seed: int) -> dict[str, tuple[list[str], list[int]]]:
+def rt_polarity_splits(
+    data_dir: str | None, val_fraction: float, test_fraction: float, split_seed: int
+) -> dict[str, tuple[list[str], list[int]]]:
     """MR has no official split: a seeded, stratified train/val/test split after removing duplicate snippets."""
     root = require(data_dir, "sentiment", "rt_polarity")
     neg, pos = read_polarity(root / "rt-polarity.neg"), read_polarity(root / "rt-polarity.pos")
@@ -87,7 +92,15 @@ def rt_polarity_splits(data_dir: str | None, val_fraction: float, test_fraction:
     return {name: ([texts[i] for i in idx], [labels[i] for i in idx]) for name, idx in parts.items()}
 
 
-def load(dataset: str, data_dir: str | None, vocab_size: int, max_len: int, val_fraction: float, test_fraction: float, split_seed: int) -> ClassificationData:
+def load(
+    dataset: str,
+    data_dir: str | None,
+    vocab_size: int,
+    max_len: int,
+    val_fraction: float,
+    test_fraction: float,
+    split_seed: int,
+) -> ClassificationData:
     """Read, split, fit a BPE tokenizer on the training split only, and encode."""
     if dataset == "sst2":
         splits = sst2_splits(data_dir, val_fraction, split_seed)
@@ -109,7 +122,17 @@ def load(dataset: str, data_dir: str | None, vocab_size: int, max_len: int, val_
     )
 
 
-def build(name: str, dataset: str, data_dir: str | None = None, vocab_size: int = 8000, max_len: int = 64, val_fraction: float = 0.1, test_fraction: float = 0.1, split_seed: int = 0, label_smoothing: float = 0.0) -> ClassificationTask:
+def build(
+    name: str,
+    dataset: str,
+    data_dir: str | None = None,
+    vocab_size: int = 8000,
+    max_len: int = 64,
+    val_fraction: float = 0.1,
+    test_fraction: float = 0.1,
+    split_seed: int = 0,
+    label_smoothing: float = 0.0,
+) -> ClassificationTask:
     """The sentiment task (``conf/task/sentiment.yaml``)."""
     loader = partial(load, dataset, data_dir, vocab_size, max_len, val_fraction, test_fraction, split_seed)
     return ClassificationTask(name, dataset, loader, label_smoothing=label_smoothing, max_len=max_len)

@@ -6,6 +6,7 @@ and evaluation by generation. Every example keeps a global index, so evaluation 
 generated text against the raw references (never against re-decoded token ids), and knows
 which split or extra test set an example came from.
 """
+
 from __future__ import annotations
 
 import copy
@@ -80,7 +81,9 @@ class LengthBatches(Sampler[list[int]]):
     Evaluation: sorted by length, in a fixed order.
     """
 
-    def __init__(self, lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None, pool: int = 50) -> None:
+    def __init__(
+        self, lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None, pool: int = 50
+    ) -> None:
         self.lengths, self.batch_size, self.generator, self.pool = list(lengths), batch_size, generator, pool
 
     def __len__(self) -> int:
@@ -195,7 +198,9 @@ class Seq2SeqTask:
             sources = [ids[: self.max_source_len] for ids in encode(self.data.src_tok, [p.source for p in pairs])]
             empty = [i for i, ids in enumerate(sources) if not ids]
             if empty:  # an all-padding source row would make attention undefined
-                raise DataError(f"{self.dataset} {split}: example {empty[0] + 1} has an empty source ({len(empty)} such)")
+                raise DataError(
+                    f"{self.dataset} {split}: example {empty[0] + 1} has an empty source ({len(empty)} such)"
+                )
             targets = [ids[: self.max_target_len] for ids in encode(self.data.tgt_tok, [p.target for p in pairs])]
             self.datasets[split] = PairDataset(sources, targets, range(start, start + len(pairs)))
 
@@ -252,7 +257,9 @@ class Seq2SeqTask:
             pad_id=self.special(PAD),
         )
 
-    def token_loss(self, model: nn.Module, batch: Batch, label_smoothing: float = 0.0, reduction: str = "mean") -> Tensor:
+    def token_loss(
+        self, model: nn.Module, batch: Batch, label_smoothing: float = 0.0, reduction: str = "mean"
+    ) -> Tensor:
         """Teacher-forced cross-entropy of the next target token, over real (non-pad) positions."""
         logits = model(batch.inputs, batch.pad_mask, batch.targets[:, :-1])  # (B, T + 1, V)
         return F.cross_entropy(
@@ -274,7 +281,9 @@ class Seq2SeqTask:
 
     def generate(self, model: nn.Module, batch: Batch, cache: bool = True) -> list[list[int]]:
         """Greedy decoding of exactly ``max_target_len`` tokens per source (EOS never ends a sequence early)."""
-        return greedy(model, batch.inputs, batch.pad_mask, bos=self.special(BOS), eos=-1, max_len=self.max_target_len, cache=cache)
+        return greedy(
+            model, batch.inputs, batch.pad_mask, bos=self.special(BOS), eos=-1, max_len=self.max_target_len, cache=cache
+        )
 
     def readable(self, model: nn.Module, batch: Batch) -> Readable:
         """The batch's first source without padding, and the model's greedy output as its decoder reads it ([BOS] + output)."""
@@ -284,7 +293,11 @@ class Seq2SeqTask:
         bos = self.special(BOS)
         output = greedy(model, src, None, bos=bos, eos=self.special(EOS), max_len=self.max_target_len)[0]
         tgt = torch.tensor([[bos, *output]], device=src.device)  # (1, 1 + T)
-        return Readable(lambda: model(src, None, tgt), [data.src_tok.id_to_token(i) for i in src[0].tolist()], [BOS, *(data.tgt_tok.id_to_token(i) for i in output)])
+        return Readable(
+            lambda: model(src, None, tgt),
+            [data.src_tok.id_to_token(i) for i in src[0].tolist()],
+            [BOS, *(data.tgt_tok.id_to_token(i) for i in output)],
+        )
 
     # --- evaluation ----------------------------------------------------------------------------
 
@@ -307,19 +320,31 @@ class Seq2SeqTask:
         index = batch.extra["index"].tolist()
         if not isinstance(model, Seq2Seq):
             return model([self.examples[i].source for i in index])
-        return decode(self.ready.tgt_tok, self.decode_ids(model, batch, "validation" if self.groups[index[0]] == "val" else "test"))
+        return decode(
+            self.ready.tgt_tok,
+            self.decode_ids(model, batch, "validation" if self.groups[index[0]] == "val" else "test"),
+        )
 
     # --- outputs as targets (suite.types.Decodes: sequence-level distillation) ------------------
 
     def decode_ids(self, model: nn.Module, batch: Batch, search: str = "test") -> list[list[int]]:
         """The model's output ids (no [BOS], no [EOS]) for the batch's sources, by the test search or the validation one."""
         run = self.search if search == "test" else self.val_search
-        return run(model, batch.inputs, batch.pad_mask, bos=self.special(BOS), eos=self.special(EOS), max_len=self.max_target_len)
+        return run(
+            model,
+            batch.inputs,
+            batch.pad_mask,
+            bos=self.special(BOS),
+            eos=self.special(EOS),
+            max_len=self.max_target_len,
+        )
 
     def with_targets(self, batch: Batch, targets: list[list[int]]) -> Batch:
         """The batch with its targets replaced by ``targets`` (ids without [BOS]/[EOS]), framed as the collate frames the references."""
         bos, eos = [self.special(BOS)], [self.special(EOS)]
-        framed = pad_stack([torch.tensor(bos + t[: self.max_target_len] + eos, dtype=torch.long) for t in targets], self.special(PAD))
+        framed = pad_stack(
+            [torch.tensor(bos + t[: self.max_target_len] + eos, dtype=torch.long) for t in targets], self.special(PAD)
+        )
         return replace(batch, targets=framed.to(batch.inputs.device))
 
     def evaluate(self, model: nn.Module, batches, device: torch.device) -> dict[str, float]:
@@ -360,7 +385,11 @@ class Seq2SeqTask:
             with path.open("w", encoding="utf-8") as f:
                 for i, text in sorted(texts.items()):
                     pair = self.examples[i]
-                    f.write(json.dumps({"source": pair.source, "reference": pair.target, "output": text}, ensure_ascii=False) + "\n")
+                    f.write(
+                        json.dumps(
+                            {"source": pair.source, "reference": pair.target, "output": text}, ensure_ascii=False
+                        )
+                        + "\n"
+                    )
             written.append(path)
         return written
-

@@ -11,6 +11,7 @@ error messages. Residues become overlapping k-mer tokens (k=1: one token per res
 k-mer holding an ambiguity code (e.g. IUPAC N) becomes [UNK]; any other symbol is an error
 naming the file and record, raised while loading, before any training.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -104,7 +105,9 @@ class SequenceSource:
         if self.format not in ("fasta", *DELIMITERS):
             raise ValueError(f"{where}: format {self.format!r} is not one of ['csv', 'fasta', 'tsv']")
         if self.label.field not in ("file_name", "column", "header"):
-            raise ValueError(f"{where}: label.field {self.label.field!r} is not one of ['column', 'file_name', 'header']")
+            raise ValueError(
+                f"{where}: label.field {self.label.field!r} is not one of ['column', 'file_name', 'header']"
+            )
         if (self.label.field, self.format == "fasta") in (("column", True), ("header", False)):
             raise ValueError(f"{where}: label.field {self.label.field!r} does not fit format {self.format!r}")
         if self.label.field == "column" and not self.label.column:
@@ -174,7 +177,9 @@ def read_table(path: Path, source: SequenceSource) -> list[Example]:
         text = table[source.label.column][row] if by_column else path.name
         if not sequence:
             raise DataError(f"{where}: empty sequence")
-        examples.append(Example(sequence.upper(), class_id(source, label_from(source.label, text, where), where), where))
+        examples.append(
+            Example(sequence.upper(), class_id(source, label_from(source.label, text, where), where), where)
+        )
     return examples
 
 
@@ -236,13 +241,17 @@ class KmerVocab:
         for position, symbol in enumerate(sequence, start=1):
             if symbol not in self.alphabet and symbol not in self.ambiguous:
                 codes = f", ambiguity codes {self.ambiguous}" if self.ambiguous else ""
-                raise DataError(f"{where}: unknown residue {symbol!r} at position {position} (alphabet {self.alphabet}{codes})")
+                raise DataError(
+                    f"{where}: unknown residue {symbol!r} at position {position} (alphabet {self.alphabet}{codes})"
+                )
         if len(sequence) < self.k:
             raise DataError(f"{where}: sequence of length {len(sequence)} is shorter than k={self.k}")
         return [self.ids.get(sequence[i : i + self.k], UNK) for i in range(0, len(sequence) - self.k + 1, self.stride)]
 
 
-def load(source: SequenceSource, data_dir: str | None, kmer: int, stride: int, max_len: int, split_seed: int) -> ClassificationData:
+def load(
+    source: SequenceSource, data_dir: str | None, kmer: int, stride: int, max_len: int, split_seed: int
+) -> ClassificationData:
     """Read, encode (checking every residue of every record first), split; longer inputs are truncated to ``max_len`` tokens."""
     parts = read_parts(source, data_dir)
     vocab = KmerVocab(source.alphabet, source.ambiguous, kmer, stride)
@@ -263,8 +272,30 @@ def load(source: SequenceSource, data_dir: str | None, kmer: int, stride: int, m
     )
 
 
-def build(name: str, dataset: str, data: Mapping[str, Any], data_dir: str | None = None, kmer: int = 1, stride: int = 1, max_len: int = 512, split_seed: int = 0, label_smoothing: float = 0.0, metrics: Metrics = accuracy_f1, primary_metric: str = "accuracy", artifacts: Sequence[Artifact] = ()) -> ClassificationTask:
+def build(
+    name: str,
+    dataset: str,
+    data: Mapping[str, Any],
+    data_dir: str | None = None,
+    kmer: int = 1,
+    stride: int = 1,
+    max_len: int = 512,
+    split_seed: int = 0,
+    label_smoothing: float = 0.0,
+    metrics: Metrics = accuracy_f1,
+    primary_metric: str = "accuracy",
+    artifacts: Sequence[Artifact] = (),
+) -> ClassificationTask:
     """A sequence-classification task (``conf/task/protein.yaml``, ``conf/task/dna.yaml``) over the dataset ``data``."""
     source = SequenceSource.from_config(data)
     loader = partial(load, source, data_dir, kmer, stride, max_len, split_seed)
-    return ClassificationTask(name, dataset, loader, label_smoothing=label_smoothing, metrics=metrics, primary_metric=primary_metric, artifacts=artifacts, max_len=max_len)
+    return ClassificationTask(
+        name,
+        dataset,
+        loader,
+        label_smoothing=label_smoothing,
+        metrics=metrics,
+        primary_metric=primary_metric,
+        artifacts=artifacts,
+        max_len=max_len,
+    )

@@ -11,6 +11,7 @@
 One BPE vocabulary (source and target are the same language). ROUGE-1/2/L F1 with Porter
 stemming from ``rouge-score``, averaged over examples, reported as percentages.
 """
+
 from __future__ import annotations
 
 import re
@@ -81,7 +82,9 @@ def bbc_records(data_dir: str | None) -> list[dict]:
     return [rows[i] for i in dedupe([bbc_body(r["article"]) for r in rows])]
 
 
-def bbc_split_rows(data_dir: str | None, val_fraction: float, test_fraction: float, split_seed: int) -> tuple[list[dict[str, str]], dict[str, list[int]]]:
+def bbc_split_rows(
+    data_dir: str | None, val_fraction: float, test_fraction: float, split_seed: int
+) -> tuple[list[dict[str, str]], dict[str, list[int]]]:
     """BBC News records (duplicates removed) and each split's record indices, stratified by category and seeded.
 
     The one split of the corpus: summarization, news_topic and language_model all draw theirs
@@ -93,9 +96,14 @@ def bbc_split_rows(data_dir: str | None, val_fraction: float, test_fraction: flo
     return rows, stratified_split([categories.index(r["category"]) for r in rows], fractions, split_seed)
 
 
-def bbc_splits(data_dir: str | None, val_fraction: float, test_fraction: float, split_seed: int) -> dict[str, list[TextPair]]:
+def bbc_splits(
+    data_dir: str | None, val_fraction: float, test_fraction: float, split_seed: int
+) -> dict[str, list[TextPair]]:
     rows, parts = bbc_split_rows(data_dir, val_fraction, test_fraction, split_seed)
-    return {split: [TextPair(bbc_body(rows[i]["article"]), unglue(rows[i]["summary"])) for i in idx] for split, idx in parts.items()}
+    return {
+        split: [TextPair(bbc_body(rows[i]["article"]), unglue(rows[i]["summary"])) for i in idx]
+        for split, idx in parts.items()
+    }
 
 
 class Rouge:
@@ -120,7 +128,15 @@ class Rouge:
         return metrics
 
 
-def load(dataset: str, data_dir: str | None, vocab_size: int, val_fraction: float, test_fraction: float, split_seed: int, lowercase: bool = False) -> Seq2SeqData:
+def load(
+    dataset: str,
+    data_dir: str | None,
+    vocab_size: int,
+    val_fraction: float,
+    test_fraction: float,
+    split_seed: int,
+    lowercase: bool = False,
+) -> Seq2SeqData:
     """Read and split; fit one BPE vocabulary on the training sources and targets (lowercased if asked)."""
     if dataset == "aeslc":
         splits = aeslc_splits(data_dir)
@@ -129,7 +145,9 @@ def load(dataset: str, data_dir: str | None, vocab_size: int, val_fraction: floa
     else:
         raise ValueError(f"unknown summarization dataset {dataset!r}; choose one of {list(DATASETS)}")
     train = splits["train"]
-    tok = train_bpe([p.source for p in train] + [p.target for p in train], vocab_size, lowercase=lowercase, reversible=True)
+    tok = train_bpe(
+        [p.source for p in train] + [p.target for p in train], vocab_size, lowercase=lowercase, reversible=True
+    )
     return Seq2SeqData(splits=splits, src_tok=tok, tgt_tok=tok)
 
 

@@ -6,6 +6,7 @@ trained on the training split only (one joint vocabulary, or one per language). 
 detokenized sacreBLEU BLEU and chrF: hypotheses are decoded back to plain text and compared
 with the raw references, as sacreBLEU intends.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -49,10 +50,21 @@ def read_pairs(root: Path, split: str, src_lang: str, tgt_lang: str) -> list[Tex
 def bleu_chrf(hypotheses: list[str], pairs: list[TextPair]) -> dict[str, float]:
     """Corpus BLEU (13a tokenization) and chrF from sacreBLEU on detokenized text, one reference each."""
     refs = [[p.target for p in pairs]]
-    return {"bleu": sacrebleu.corpus_bleu(hypotheses, refs).score, "chrf": sacrebleu.corpus_chrf(hypotheses, refs).score}
+    return {
+        "bleu": sacrebleu.corpus_bleu(hypotheses, refs).score,
+        "chrf": sacrebleu.corpus_chrf(hypotheses, refs).score,
+    }
 
 
-def load(data_dir: str | None, direction: str, test_set: str, extra_test_sets: list[str], vocab: str, vocab_size: int, lowercase: bool) -> Seq2SeqData:
+def load(
+    data_dir: str | None,
+    direction: str,
+    test_set: str,
+    extra_test_sets: list[str],
+    vocab: str,
+    vocab_size: int,
+    lowercase: bool,
+) -> Seq2SeqData:
     """Read the splits and fit BPE on the training pairs only."""
     if direction not in DIRECTIONS:
         raise ValueError(f"unknown direction {direction!r}; choose one of {list(DIRECTIONS)}")

@@ -3,6 +3,7 @@
 Tests that need ``data/`` skip when it is absent on a developer machine, but fail in CI
 (``CI=true``): there a skip would hide a broken set-up.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -101,7 +102,9 @@ def subset_data(tmp_path_factory) -> Path:
                 f.writelines(head)
         for path in sorted(source.glob("*.jsonl")):
             with open(path, encoding="utf-8") as f:
-                (target / path.name).write_text("".join(line for _, line in zip(range(SUBSET_LINES), f)), encoding="utf-8")
+                (target / path.name).write_text(
+                    "".join(line for _, line in zip(range(SUBSET_LINES), f)), encoding="utf-8"
+                )
     return root
 
 
@@ -120,17 +123,35 @@ def bbc_dir(tmp_path_factory) -> Path:
     rows = []
     for i in range(60):
         body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 120))) + ". £5 café"
-        rows.append({"id": f"x/{i}", "category": ["business", "entertainment", "politics", "sport", "tech"][i % 5], "title": f"Story {i}", "article": f"Story {i}\n\n{body}", "summary": body[:40]})
+        rows.append(
+            {
+                "id": f"x/{i}",
+                "category": ["business", "entertainment", "politics", "sport", "tech"][i % 5],
+                "title": f"Story {i}",
+                "article": f"Story {i}\n\n{body}",
+                "summary": body[:40],
+            }
+        )
     rows.append(dict(rows[3]))  # the same article twice
-    rows.append({**rows[7], "article": "Another title\n\n" + rows[7]["article"].split("\n\n", 1)[1]})  # one body under two titles
+    rows.append(
+        {**rows[7], "article": "Another title\n\n" + rows[7]["article"].split("\n\n", 1)[1]}
+    )  # one body under two titles
     folder = root / "summarization" / "bbc_news_summary"
     folder.mkdir(parents=True)
-    (folder / "bbc_news_summary.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    (folder / "bbc_news_summary.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
     emails = root / "summarization" / "aeslc"  # and AESLC, with a body repeated in a split and across splits
     emails.mkdir(parents=True)
     bodies = [" ".join(rng.choice(WORDS) for _ in range(30)) for _ in range(30)]
-    for name, picked in (("train", bodies[:20] + bodies[:2]), ("dev", bodies[20:25] + bodies[3:4]), ("test", bodies[25:])):
-        (emails / f"{name}.jsonl").write_text("".join(json.dumps({"id": str(i), "email_body": b, "subject": "s"}) + "\n" for i, b in enumerate(picked)))
+    for name, picked in (
+        ("train", bodies[:20] + bodies[:2]),
+        ("dev", bodies[20:25] + bodies[3:4]),
+        ("test", bodies[25:]),
+    ):
+        (emails / f"{name}.jsonl").write_text(
+            "".join(json.dumps({"id": str(i), "email_body": b, "subject": "s"}) + "\n" for i, b in enumerate(picked))
+        )
     return root
 
 

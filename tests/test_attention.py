@@ -1,4 +1,5 @@
 """Full attention: the textbook example, and the fused kernel against the explicit reference."""
+
 import math
 
 import pytest

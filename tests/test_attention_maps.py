@@ -1,4 +1,5 @@
 """Pictures of attention: each variant's key pattern, probed from the variant; trained models' maps on test inputs."""
+
 import json
 
 import pytest
@@ -11,7 +12,16 @@ from suite.run import execute
 from tests.conftest import TINY_TASK, compose_config, need_data, shrink
 from tests.test_attention_variants import SMALL, VARIANTS, make_core, padding, qkv
 
-SOFTMAX = {"full", "explicit", "local", "longformer", "bigbird", "reformer", "linear", "performer"}  # rows are distributions (linformer, nystrom: not)
+SOFTMAX = {
+    "full",
+    "explicit",
+    "local",
+    "longformer",
+    "bigbird",
+    "reformer",
+    "linear",
+    "performer",
+}  # rows are distributions (linformer, nystrom: not)
 
 
 @pytest.mark.parametrize("name", VARIANTS)
@@ -57,7 +67,10 @@ def test_a_pattern_png_for_every_variant(tmp_path):
 
 
 def rows_are_distributions(maps: dict) -> bool:
-    return all(torch.allclose(torch.tensor(m["weights"]).sum(-1), torch.ones(len(m["queries"])), atol=1e-5) for m in maps.values())
+    return all(
+        torch.allclose(torch.tensor(m["weights"]).sum(-1), torch.ones(len(m["queries"])), atol=1e-5)
+        for m in maps.values()
+    )
 
 
 def two_layers(*overrides: str):
@@ -69,12 +82,30 @@ def two_layers(*overrides: str):
 def test_sentiment_self_attention_per_layer_with_the_tokens_on_the_axes(tmp_path):
     # A sparse variant, so the maps are the variant's own: weights inside the window only.
     need_data("sentiment", "rt_polarity")
-    common = ["task=sentiment", "task.dataset=rt_polarity", "task.vocab_size=500", "model=transformer", "model/attention=local", "model.attention.window=2"]
+    common = [
+        "task=sentiment",
+        "task.dataset=rt_polarity",
+        "task.vocab_size=500",
+        "model=transformer",
+        "model/attention=local",
+        "model.attention.window=2",
+    ]
     trained = execute(two_layers(*common), tmp_path / "train", attention="local")
     assert trained.status == "ok", trained.error
-    record = execute(two_layers(*common, "job=attention_maps", f"job.checkpoint={tmp_path / 'train' / 'checkpoints' / 'best.pt'}", "job.example=3"), tmp_path / "maps")
+    record = execute(
+        two_layers(
+            *common,
+            "job=attention_maps",
+            f"job.checkpoint={tmp_path / 'train' / 'checkpoints' / 'best.pt'}",
+            "job.example=3",
+        ),
+        tmp_path / "maps",
+    )
     assert record.status == "ok", record.error
-    assert record.artifacts == ["attention_self.png", "attention_maps.json"] and (tmp_path / "maps" / "attention_self.png").stat().st_size > 1000
+    assert (
+        record.artifacts == ["attention_self.png", "attention_maps.json"]
+        and (tmp_path / "maps" / "attention_self.png").stat().st_size > 1000
+    )
     maps = json.loads((tmp_path / "maps" / "attention_maps.json").read_text())
     assert sorted(maps) == ["backbone.layers.0.self_attn", "backbone.layers.1.self_attn"]  # a map per layer
     first = maps["backbone.layers.0.self_attn"]
@@ -87,12 +118,30 @@ def test_sentiment_self_attention_per_layer_with_the_tokens_on_the_axes(tmp_path
 
 
 def test_translation_cross_attention_aligns_the_output_with_the_source(tmp_path, subset_data):
-    common = ["task=translation", "model=transformer", *TINY_TASK["translation"], f"data_dir={subset_data}", "trainer.max_steps=3"]
+    common = [
+        "task=translation",
+        "model=transformer",
+        *TINY_TASK["translation"],
+        f"data_dir={subset_data}",
+        "trainer.max_steps=3",
+    ]
     trained = execute(shrink(compose_config(*common)), tmp_path / "train")
     assert trained.status == "ok", trained.error
-    record = execute(shrink(compose_config(*common, "job=attention_maps", f"job.checkpoint={tmp_path / 'train' / 'checkpoints' / 'best.pt'}")), tmp_path / "maps")
+    record = execute(
+        shrink(
+            compose_config(
+                *common, "job=attention_maps", f"job.checkpoint={tmp_path / 'train' / 'checkpoints' / 'best.pt'}"
+            )
+        ),
+        tmp_path / "maps",
+    )
     assert record.status == "ok", record.error
-    assert set(record.artifacts) == {"attention_self.png", "attention_decoder_self.png", "attention_cross.png", "attention_maps.json"}
+    assert set(record.artifacts) == {
+        "attention_self.png",
+        "attention_decoder_self.png",
+        "attention_cross.png",
+        "attention_maps.json",
+    }
     maps = json.loads((tmp_path / "maps" / "attention_maps.json").read_text())
     cross = maps["decoder.layers.0.cross_attn"]
     assert cross["queries"][0] == "[BOS]" and cross["keys"] == maps["encoder.layers.0.self_attn"]["keys"]
@@ -103,10 +152,27 @@ def test_translation_cross_attention_aligns_the_output_with_the_source(tmp_path,
 
 def test_a_task_without_tokens_is_refused_with_a_reason(tmp_path):
     trained = execute(shrink(compose_config("task=image", "model=vit")), tmp_path / "train")
-    record = execute(shrink(compose_config("task=image", "model=vit", "job=attention_maps", f"job.checkpoint={tmp_path / 'train' / 'checkpoints' / 'best.pt'}")), tmp_path / "maps")
+    record = execute(
+        shrink(
+            compose_config(
+                "task=image",
+                "model=vit",
+                "job=attention_maps",
+                f"job.checkpoint={tmp_path / 'train' / 'checkpoints' / 'best.pt'}",
+            )
+        ),
+        tmp_path / "maps",
+    )
     assert trained.status == "ok" and record.status == "failed" and "no tokens to show" in record.error
 
 
 def test_a_model_without_attention_is_refused_before_its_weights_are_read(tmp_path):
-    record = execute(shrink(compose_config("task=sentiment", "model=lstm", "job=attention_maps", f"job.checkpoint={tmp_path / 'absent.pt'}")), tmp_path / "maps")
+    record = execute(
+        shrink(
+            compose_config(
+                "task=sentiment", "model=lstm", "job=attention_maps", f"job.checkpoint={tmp_path / 'absent.pt'}"
+            )
+        ),
+        tmp_path / "maps",
+    )
     assert record.status == "failed" and "has no attention layers to draw" in record.error  # not the missing checkpoint

@@ -1,4 +1,5 @@
 """The efficient-attention tables, from synthetic records: LRA Table 2's form (speed, memory, crossover)."""
+
 from suite.report.build import main as report_main
 from suite.report.efficiency import crossover, efficiency_rows
 from suite.runtime.record import ResultRecord
@@ -7,14 +8,30 @@ MiB = 2**20
 SPEED_JOB = {"_target_": "suite.jobs.speed.speed_job", "batch_size": 4}
 
 
-def point(name: str, length: int, tok_s: float | None, mem_mib: float = 0.0, status: str = "ok", batch: int = 4) -> ResultRecord:
+def point(
+    name: str, length: int, tok_s: float | None, mem_mib: float = 0.0, status: str = "ok", batch: int = 4
+) -> ResultRecord:
     """One speed point of the attention model (``name`` a variant) or of the LSTM."""
     attention = name != "lstm"
     model = {"d_model": 128, "backbone": {"n_layers": 2}} | ({"attention": {"_target_": name}} if attention else {})
-    speed = {"train_tokens_per_s": tok_s, "peak_mem_train_bytes": mem_mib * MiB, "batch_size": float(batch)} if status == "ok" else {}
-    return ResultRecord(status=status, task="long_range", dataset="recall", model="transformer" if attention else "lstm", seed=0, seq_len=length,
-                        attention=name if attention else None, speed=speed, precision="fp32", error=None if status == "ok" else "too slow",
-                        config={"job": SPEED_JOB | {"batch_size": batch}, "model": model})
+    speed = (
+        {"train_tokens_per_s": tok_s, "peak_mem_train_bytes": mem_mib * MiB, "batch_size": float(batch)}
+        if status == "ok"
+        else {}
+    )
+    return ResultRecord(
+        status=status,
+        task="long_range",
+        dataset="recall",
+        model="transformer" if attention else "lstm",
+        seed=0,
+        seq_len=length,
+        attention=name if attention else None,
+        speed=speed,
+        precision="fp32",
+        error=None if status == "ok" else "too slow",
+        config={"job": SPEED_JOB | {"batch_size": batch}, "model": model},
+    )
 
 
 K = [1024, 2048, 4096, 8192, 16384]
@@ -42,9 +59,18 @@ def by_model(rows):
 
 def test_every_model_relative_to_full_attention_at_each_length():
     rows = efficiency_rows(records())
-    assert [r["model"] for r in rows] == ["full", "linear", "local", "performer", "reformer", "lstm"]  # full, the variants, then the recurrent
+    assert [r["model"] for r in rows] == [
+        "full",
+        "linear",
+        "local",
+        "performer",
+        "reformer",
+        "lstm",
+    ]  # full, the variants, then the recurrent
     table = by_model(rows)
-    assert table["full"]["train tok/s 1K"] == "10k tok/s" and table["full"]["peak memory 4K"] == "400 MiB"  # its own figures
+    assert (
+        table["full"]["train tok/s 1K"] == "10k tok/s" and table["full"]["peak memory 4K"] == "400 MiB"
+    )  # its own figures
     assert table["full"]["train tok/s 16K"] == "timeout"
     assert table["local"]["train tok/s 4K"] == "2.30x" and table["local"]["peak memory 4K"] == "0.50x"
     assert table["local"]["train tok/s 16K"] == "6.5k tok/s (full: timeout)"  # no ratio where SDPA has no figure
@@ -54,7 +80,9 @@ def test_every_model_relative_to_full_attention_at_each_length():
 
 def test_crossover_is_the_shortest_length_from_which_on_the_variant_is_faster():
     table = by_model(efficiency_rows(records()))
-    assert table["local"]["crossover"] == "2K"  # slower at 1K, faster from 2K on (and it trains at 16K where SDPA timed out)
+    assert (
+        table["local"]["crossover"] == "2K"
+    )  # slower at 1K, faster from 2K on (and it trains at 16K where SDPA timed out)
     assert table["linear"]["crossover"] == "≤1K"  # already faster at the shortest length measured
     assert table["performer"]["crossover"] == "4K"  # faster at 1K, slower at 2K, faster from 4K on
     assert table["reformer"]["crossover"] == "none ≤8K"  # never faster where both have a figure
@@ -70,10 +98,18 @@ def test_own_slowdown_with_length_and_memory_growth_are_computed_from_the_record
 
 def test_a_setting_without_full_attention_is_left_out_and_settings_are_named_when_several():
     assert efficiency_rows([point("local", 1024, 5e3, 10, batch=8), point("lstm", 1024, 9e3, 10, batch=8)]) == []
-    rows = efficiency_rows(records() + [point("full", 1024, 9e3, 50, batch=8), point("local", 1024, 9.9e3, 30, batch=8)])
-    assert {r["setting"] for r in rows} == {"long_range/recall, d128x2, fp32, batch 4", "long_range/recall, d128x2, fp32, batch 8"}
+    rows = efficiency_rows(
+        records() + [point("full", 1024, 9e3, 50, batch=8), point("local", 1024, 9.9e3, 30, batch=8)]
+    )
+    assert {r["setting"] for r in rows} == {
+        "long_range/recall, d128x2, fp32, batch 4",
+        "long_range/recall, d128x2, fp32, batch 8",
+    }
     eight = [r for r in rows if r["setting"].endswith("batch 8")]
-    assert [(r["model"], r["train tok/s 1K"], r["crossover"]) for r in eight] == [("full", "9k tok/s", ""), ("local", "1.10x", "≤1K")]
+    assert [(r["model"], r["train tok/s 1K"], r["crossover"]) for r in eight] == [
+        ("full", "9k tok/s", ""),
+        ("local", "1.10x", "≤1K"),
+    ]
 
 
 def test_crossover_with_nothing_to_compare_is_empty():
@@ -96,41 +132,110 @@ def test_the_report_writes_the_table_beside_the_speed_table(tmp_path):
 from suite.report.lra_table import PUBLISHED, lra_rows  # noqa: E402
 
 TRAIN_JOB = {"_target_": "suite.jobs.train.train_job"}
-LRA_TASKS = {"listops": ("long_range", "listops", 2048), "recall": ("long_range", "recall", 1024), "text": ("news_topic", "bbc", 4096), "image": ("image", "fashion_mnist", 784)}
+LRA_TASKS = {
+    "listops": ("long_range", "listops", 2048),
+    "recall": ("long_range", "recall", 1024),
+    "text": ("news_topic", "bbc", 4096),
+    "image": ("image", "fashion_mnist", 784),
+}
 
 
-def run(name: str, lra: str, accuracy: float | None, seed: int = 0, benchmark: str | None = "lra", steps: int = 2000, window: int | None = None) -> ResultRecord:
+def run(
+    name: str,
+    lra: str,
+    accuracy: float | None,
+    seed: int = 0,
+    benchmark: str | None = "lra",
+    steps: int = 2000,
+    window: int | None = None,
+) -> ResultRecord:
     task, dataset, length = LRA_TASKS[lra]
     model = {"d_model": 128, "attention": {"_target_": name} | ({"window": window} if window else {})}
-    return ResultRecord(status="ok" if accuracy is not None else "oom", task=task, dataset=dataset, model="transformer", seed=seed, seq_len=length,
-                        attention=name, metrics={"accuracy": accuracy} if accuracy is not None else {}, error=None if accuracy is not None else "out of memory",
-                        config={"benchmark": benchmark, "job": TRAIN_JOB, "model": model, "trainer": {"name": "full", "max_steps": steps}})
+    return ResultRecord(
+        status="ok" if accuracy is not None else "oom",
+        task=task,
+        dataset=dataset,
+        model="transformer",
+        seed=seed,
+        seq_len=length,
+        attention=name,
+        metrics={"accuracy": accuracy} if accuracy is not None else {},
+        error=None if accuracy is not None else "out of memory",
+        config={
+            "benchmark": benchmark,
+            "job": TRAIN_JOB,
+            "model": model,
+            "trainer": {"name": "full", "max_steps": steps},
+        },
+    )
 
 
 def test_lra_table_sets_variants_against_tasks_with_the_average_and_the_published_row_beside():
-    runs = [run("full", "listops", 0.37), run("full", "listops", 0.39, seed=1), run("full", "text", 0.80), run("full", "image", 0.50), run("full", "recall", 1.0),
-            run("local", "listops", 0.20), run("local", "text", 0.70), run("local", "image", 0.45), run("local", "recall", 0.125),
-            run("nystrom", "listops", 0.30), run("nystrom", "recall", None)]
+    runs = [
+        run("full", "listops", 0.37),
+        run("full", "listops", 0.39, seed=1),
+        run("full", "text", 0.80),
+        run("full", "image", 0.50),
+        run("full", "recall", 1.0),
+        run("local", "listops", 0.20),
+        run("local", "text", 0.70),
+        run("local", "image", 0.45),
+        run("local", "recall", 0.125),
+        run("nystrom", "listops", 0.30),
+        run("nystrom", "recall", None),
+    ]
     rows = lra_rows(runs)
     assert list(rows[0]) == ["model", "source", "ListOps 2K", "Text 4K", "Image 784", "Recall 1K", "average"]
-    assert rows[0] == {"model": "full", "source": "ours: full (2000 steps)", "ListOps 2K": "38.0 ± 1.4", "Text 4K": "80.0", "Image 784": "50.0",
-                       "Recall 1K": "100.0", "average": "67.0"}
-    assert rows[1] == {"model": "", "source": "LRA Table 1 (Tay et al. 2021, published): Transformer", "ListOps 2K": "36.4", "Text 4K": "64.3",
-                       "Image 784": "42.4", "Recall 1K": "—", "average": "54.4 (its 5 tasks)"}
+    assert rows[0] == {
+        "model": "full",
+        "source": "ours: full (2000 steps)",
+        "ListOps 2K": "38.0 ± 1.4",
+        "Text 4K": "80.0",
+        "Image 784": "50.0",
+        "Recall 1K": "100.0",
+        "average": "67.0",
+    }
+    assert rows[1] == {
+        "model": "",
+        "source": "LRA Table 1 (Tay et al. 2021, published): Transformer",
+        "ListOps 2K": "36.4",
+        "Text 4K": "64.3",
+        "Image 784": "42.4",
+        "Recall 1K": "—",
+        "average": "54.4 (its 5 tasks)",
+    }
     assert [r["model"] for r in rows] == ["full", "", "local", "", "nystrom"]  # LRA did not measure the Nystromformer
     assert rows[2]["Recall 1K"] == "12.5" and rows[3]["ListOps 2K"] == "15.8"
     assert rows[4]["Recall 1K"] == "oom" and rows[4]["Text 4K"] == "" and rows[4]["average"] == "30.0 (1 of 4)"
 
 
 def test_lra_table_takes_only_runs_of_the_lra_benchmark_and_keeps_other_settings_apart():
-    runs = [run("full", "recall", 1.0), run("full", "recall", 0.5, benchmark=None), run("local", "recall", 0.125), run("local", "recall", 0.9, window=2048)]
+    runs = [
+        run("full", "recall", 1.0),
+        run("full", "recall", 0.5, benchmark=None),
+        run("local", "recall", 0.125),
+        run("local", "recall", 0.9, window=2048),
+    ]
     rows = lra_rows(runs)
-    assert [(r["model"], r["Recall 1K"]) for r in rows] == [("full", "100.0"), ("local (model.attention.window=2048)", "90.0"), ("local (model.attention.window=unset)", "12.5")]
+    assert [(r["model"], r["Recall 1K"]) for r in rows] == [
+        ("full", "100.0"),
+        ("local (model.attention.window=2048)", "90.0"),
+        ("local (model.attention.window=unset)", "12.5"),
+    ]
     assert lra_rows([run("full", "recall", 1.0, benchmark=None)]) == []
     assert len(lra_rows([run("full", "recall", 1.0)])) == 1  # no published row where no task corresponds
-    assert lra_rows([run("full", "recall", 1.0, steps=400), run("full", "recall", 0.9)])[0]["source"] == "ours: full (2000 steps)"  # budgets never pooled
-    labelled = lra_rows([run("bigbird", "recall", 1.0), run("full", "recall", 1.0, window=3), run("full", "recall", 0.9)])
-    assert [r["model"] for r in labelled] == ["full (model.attention.window=3)", "full (model.attention.window=unset)", "bigbird"]  # full first, whatever its label
+    assert (
+        lra_rows([run("full", "recall", 1.0, steps=400), run("full", "recall", 0.9)])[0]["source"]
+        == "ours: full (2000 steps)"
+    )  # budgets never pooled
+    labelled = lra_rows(
+        [run("bigbird", "recall", 1.0), run("full", "recall", 1.0, window=3), run("full", "recall", 0.9)]
+    )
+    assert [r["model"] for r in labelled] == [
+        "full (model.attention.window=3)",
+        "full (model.attention.window=unset)",
+        "bigbird",
+    ]  # full first, whatever its label
 
 
 def test_published_figures_average_to_their_published_average():
@@ -144,4 +249,7 @@ def test_the_report_writes_the_lra_table(tmp_path):
         r.write(tmp_path / "runs" / f"r{i}")
     assert report_main([str(tmp_path / "runs"), "--name", "t", "--out", str(tmp_path / "results")]) == 0
     text = (tmp_path / "results" / "t" / "lra.md").read_text()
-    assert "| full | ours: full (2000 steps) | 100.0 | 100.0 |" in text and "| local | ours: full (2000 steps) | 12.5 | 12.5 |" in text
+    assert (
+        "| full | ours: full (2000 steps) | 100.0 | 100.0 |" in text
+        and "| local | ours: full (2000 steps) | 12.5 | 12.5 |" in text
+    )

@@ -1,4 +1,5 @@
 """Pruning: the stated sparsity, kept through fine-tuning; heads and neurons physically removed without changing what they did not contribute."""
+
 import pytest
 import torch
 
@@ -17,7 +18,17 @@ CPU = torch.device("cpu")
 
 
 def tiny(model: str = "transformer", *extra: str):
-    cfg = shrink(compose_config("task=long_range", f"model={model}", "task.seq_len=16", "task.n_train=64", "task.n_val=16", "task.n_test=16", *extra))
+    cfg = shrink(
+        compose_config(
+            "task=long_range",
+            f"model={model}",
+            "task.seq_len=16",
+            "task.n_train=64",
+            "task.n_val=16",
+            "task.n_test=16",
+            *extra,
+        )
+    )
     prepared = prepare(cfg, CPU)
     return cfg, prepared.task, prepared.model
 
@@ -36,7 +47,9 @@ def test_magnitude_pruning_reaches_its_sparsity_and_fine_tuning_keeps_it(model):
     fitted = trainer.fit(pruned, task, CPU, 0).model
     finished = method.finish(fitted)
     assert pruned_sparsity(finished, method.layers) >= 0.8 - 1e-3
-    assert not any(name.endswith(("_orig", "_mask")) for name in finished.state_dict())  # zeros made permanent: a plain state dict
+    assert not any(
+        name.endswith(("_orig", "_mask")) for name in finished.state_dict()
+    )  # zeros made permanent: a plain state dict
 
 
 @pytest.mark.parametrize("sparsity", [-0.1, 1.0, 1.5])
@@ -48,30 +61,44 @@ def test_sparsity_outside_0_1_is_refused(sparsity):
 def test_the_gradual_schedule_is_zhu_and_gupta_cubic_ramp():
     ramp = GradualPruning(0.9, ["linear"], ramp=0.5, every=10)
     values = [ramp.sparsity_at(t, 200) for t in range(0, 201, 10)]
-    assert values[0] == 0 and values[5] == pytest.approx(0.9 * (1 - 0.5**3)) and values[10:] == [0.9] * 11  # the target from step 100 on
+    assert (
+        values[0] == 0 and values[5] == pytest.approx(0.9 * (1 - 0.5**3)) and values[10:] == [0.9] * 11
+    )  # the target from step 100 on
     assert all(a < b for a, b in zip(values[:10], values[1:11]))  # rising, fastest at first
 
 
 def test_gradual_pruning_ramps_during_fine_tuning_and_only_full_sparsity_epochs_can_be_the_best():
     from hydra.utils import instantiate
 
-    cfg, task, trained = tiny("transformer", "trainer.batch_size=8")  # 64 examples: 8 steps an epoch, a validation after each
+    cfg, task, trained = tiny(
+        "transformer", "trainer.batch_size=8"
+    )  # 64 examples: 8 steps an epoch, a validation after each
     method = MagnitudePruning(0.8, schedule="gradual", ramp=0.5, every=2, fine_tune={})
     batch = next(iter(task.loaders(8, 0)["train"]))
     pruned = method.compress(trained, Context(task, CPU, 0, batch, None))
     assert pruned_sparsity(pruned, method.layers) == 0  # starts dense
     seen = []
 
-    class Watch(Callback):  # after the schedule's callback: the sparsity each epoch ends at, and whether it could be the best
+    class Watch(
+        Callback
+    ):  # after the schedule's callback: the sparsity each epoch ends at, and whether it could be the best
         def on_validation_end(self, state):
             seen.append((round(pruned_sparsity(state.model, method.layers), 3), state.best_eligible, state.improved))
 
     trainer = instantiate(cfg.trainer, max_steps=32, max_epochs=10, patience=1)
     fit = trainer.fit(pruned, task, CPU, 0, callbacks=[*method.callbacks(), Watch()])
-    assert [s for s, _, _ in seen] == sorted(s for s, _, _ in seen) and seen[0][0] < 0.8 and seen[-1][0] == pytest.approx(0.8, abs=1e-3)
-    assert all(eligible == (s >= 0.8 - 1e-3) for s, eligible, _ in seen) and not any(improved for _, eligible, improved in seen if not eligible)
+    assert (
+        [s for s, _, _ in seen] == sorted(s for s, _, _ in seen)
+        and seen[0][0] < 0.8
+        and seen[-1][0] == pytest.approx(0.8, abs=1e-3)
+    )
+    assert all(eligible == (s >= 0.8 - 1e-3) for s, eligible, _ in seen) and not any(
+        improved for _, eligible, improved in seen if not eligible
+    )
     assert sum(not eligible for _, eligible, _ in seen) > 1  # the ramp's epochs did not count against patience 1
-    assert pruned_sparsity(fit.model, method.layers) == pytest.approx(0.8, abs=1e-3)  # the restored best is at the target
+    assert pruned_sparsity(fit.model, method.layers) == pytest.approx(
+        0.8, abs=1e-3
+    )  # the restored best is at the target
     finished = method.finish(fit.model)
     assert method.reached_in_fine_tune and method.describe()["schedule"] == "gradual"
     assert pruned_sparsity(finished, method.layers) == pytest.approx(0.8, abs=1e-3)
@@ -86,8 +113,15 @@ def test_a_gradual_schedule_cut_short_is_finished_at_its_target_and_says_so():
     assert pruned_sparsity(finished, method.layers) == pytest.approx(0.5, abs=1e-3)
 
 
-@pytest.mark.parametrize("settings, message", [({"schedule": "cubic"}, "compress.schedule must be one of"), ({"schedule": "gradual", "fine_tune": None}, "needs compress.fine_tune"),
-                                               ({"schedule": "gradual", "ramp": 0.0}, r"compress.ramp must be in \(0, 1\]"), ({"every": 0}, "compress.every must be")])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"schedule": "cubic"}, "compress.schedule must be one of"),
+        ({"schedule": "gradual", "fine_tune": None}, "needs compress.fine_tune"),
+        ({"schedule": "gradual", "ramp": 0.0}, r"compress.ramp must be in \(0, 1\]"),
+        ({"every": 0}, "compress.every must be"),
+    ],
+)
 def test_bad_schedule_settings_are_named(settings, message):
     with pytest.raises(ValueError, match=message):
         MagnitudePruning(0.5, **{"fine_tune": {}} | settings)
@@ -109,7 +143,11 @@ def test_removing_a_head_whose_output_projection_is_zero_leaves_outputs_equal():
     before = encoder(x, pad)
     attention = encoder.layers[0].self_attn
     keep_heads(attention, torch.tensor([0, 1, 3]))
-    assert attention.n_heads == 3 and attention.in_proj.weight.shape == (36, 16) and attention.out_proj.weight.shape == (16, 12)
+    assert (
+        attention.n_heads == 3
+        and attention.in_proj.weight.shape == (36, 16)
+        and attention.out_proj.weight.shape == (16, 12)
+    )
     torch.testing.assert_close(encoder(x, pad), before)
     keep_neurons(encoder.layers[1].ff, torch.tensor([i for i in range(32) if i not in (3, 17)]))
     assert encoder.layers[1].ff.linear1.out_features == 30

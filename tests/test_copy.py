@@ -1,4 +1,5 @@
 """The copy head: a distribution that mixes generating and copying, cached decoding unchanged, and its preconditions."""
+
 import pytest
 import torch
 
@@ -39,7 +40,11 @@ def test_open_gate_generates_and_shut_gate_copies_by_attention():
     assert torch.allclose(gated(30.0)(logits, h, memory, mask, source).exp(), logits.softmax(-1), atol=1e-6)
     head = gated(-30.0)
     probs = head(logits, h, memory, mask, source).exp()
-    attention = (head.query(h) @ head.key(memory).transpose(1, 2) / D**0.5).masked_fill(mask[:, None], float("-inf")).softmax(-1)
+    attention = (
+        (head.query(h) @ head.key(memory).transpose(1, 2) / D**0.5)
+        .masked_fill(mask[:, None], float("-inf"))
+        .softmax(-1)
+    )
     for b in range(2):
         for t in range(3):
             expected = torch.zeros(VOCAB)
@@ -54,7 +59,9 @@ def test_gradient_is_finite_for_tokens_nobody_predicts():
     logits, h, memory, mask, source = head_inputs()
     logits = logits.clone().requires_grad_()
     head = gated(-30.0)  # almost all mass on source tokens: token 40 has probability ~0
-    loss = torch.nn.functional.cross_entropy(head(logits, h, memory, mask, source).flatten(0, 1), torch.full((6,), 40), label_smoothing=0.1)
+    loss = torch.nn.functional.cross_entropy(
+        head(logits, h, memory, mask, source).flatten(0, 1), torch.full((6,), 40), label_smoothing=0.1
+    )
     loss.backward()
     assert torch.isfinite(loss) and torch.isfinite(logits.grad).all()
     assert all(torch.isfinite(p.grad).all() for p in head.parameters())
@@ -92,7 +99,9 @@ def test_searches_agree_with_copy(name):
     opts = dict(bos=2, eos=3, max_len=10)
     out = greedy(net, src, mask, **opts)
     assert out == greedy(net, src, mask, cache=False, **opts) == beam_search(net, src, mask, beam_size=1, **opts)
-    assert beam_search(net, src, mask, beam_size=3, **opts) == beam_search(net, src, mask, beam_size=3, cache=False, **opts)
+    assert beam_search(net, src, mask, beam_size=3, **opts) == beam_search(
+        net, src, mask, beam_size=3, cache=False, **opts
+    )
 
 
 def test_copy_needs_one_vocabulary_and_the_source():

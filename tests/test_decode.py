@@ -1,4 +1,5 @@
 """Greedy and beam search: cache or not, beam 1 is greedy, beam beats greedy where it should, batching changes nothing."""
+
 import math
 
 import pytest
@@ -31,7 +32,9 @@ def test_cache_changes_nothing(name):
     net, (src, mask) = model(name), sources()
     opts = dict(bos=BOS, eos=EOS, max_len=12)
     assert greedy(net, src, mask, **opts) == greedy(net, src, mask, cache=False, **opts)
-    assert beam_search(net, src, mask, beam_size=3, **opts) == beam_search(net, src, mask, beam_size=3, cache=False, **opts)
+    assert beam_search(net, src, mask, beam_size=3, **opts) == beam_search(
+        net, src, mask, beam_size=3, cache=False, **opts
+    )
 
 
 @pytest.mark.parametrize("name", ["transformer", "lstm", "gru"])
@@ -115,9 +118,28 @@ def test_generator_can_tie_to_the_embedding():
 
 
 def test_decode_bench_reports_both_speeds_and_their_ratio(capsys):
-    rows = decode_bench.main(["--models", "transformer", "lstm", "--tokens", "3", "--batch", "2", "--src-len", "4", "--vocab", "50", "--repeats", "1"])
+    rows = decode_bench.main(
+        [
+            "--models",
+            "transformer",
+            "lstm",
+            "--tokens",
+            "3",
+            "--batch",
+            "2",
+            "--src-len",
+            "4",
+            "--vocab",
+            "50",
+            "--repeats",
+            "1",
+        ]
+    )
     assert [r["model"] for r in rows] == ["transformer", "lstm"]
-    assert all(r["cached_tokens_per_s"] > 0 and r["ratio"] == r["cached_tokens_per_s"] / r["uncached_tokens_per_s"] for r in rows)
+    assert all(
+        r["cached_tokens_per_s"] > 0 and r["ratio"] == r["cached_tokens_per_s"] / r["uncached_tokens_per_s"]
+        for r in rows
+    )
     assert "ratio" in capsys.readouterr().out
 
 

@@ -1,4 +1,5 @@
 """Decoders: causality, the cached step equals the full pass, and the Transformer layer equals torch's."""
+
 import pytest
 import torch
 from torch import nn
@@ -76,7 +77,11 @@ def test_cached_steps_equal_full_decoding_at_every_step(model):
 
 def test_every_neural_model_config_has_a_decoder():
     # Image-only presets (vit*) read patches and have no target side.
-    neural = [p.stem for p in (CONF / "model").glob("*.yaml") if "backbone" in compose_config(f"model={p.stem}").model and not p.stem.startswith("vit")]
+    neural = [
+        p.stem
+        for p in (CONF / "model").glob("*.yaml")
+        if "backbone" in compose_config(f"model={p.stem}").model and not p.stem.startswith("vit")
+    ]
     assert sorted(neural) == sorted(SEQ2SEQ_MODELS), "a model config with a backbone lacks a decoder test"
     for name in neural:
         assert "decoder" in compose_config(f"model={name}").model, name
@@ -86,8 +91,13 @@ def load_from_torch(ours: DecoderLayer, ref: nn.TransformerDecoderLayer) -> None
     """Copy torch's weights into ours: torch's fused in-projection layout, split by the cross-attention's load hook."""
     with torch.no_grad():
         for mine, theirs in ((ours.self_attn, ref.self_attn), (ours.cross_attn, ref.multihead_attn)):
-            mine.load_state_dict({"in_proj.weight": theirs.in_proj_weight, "in_proj.bias": theirs.in_proj_bias,
-                                  **{f"out_proj.{k}": v for k, v in theirs.out_proj.state_dict().items()}})
+            mine.load_state_dict(
+                {
+                    "in_proj.weight": theirs.in_proj_weight,
+                    "in_proj.bias": theirs.in_proj_bias,
+                    **{f"out_proj.{k}": v for k, v in theirs.out_proj.state_dict().items()},
+                }
+            )
         ours.ff.linear1.load_state_dict(ref.linear1.state_dict())
         ours.ff.linear2.load_state_dict(ref.linear2.state_dict())
         for block, norm in ((ours.self_block, ref.norm1), (ours.cross_block, ref.norm2), (ours.ff_block, ref.norm3)):

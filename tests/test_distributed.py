@@ -3,6 +3,7 @@
 Spawned in-process (torch.multiprocessing), as torchrun would start them; the runner's own
 torchrun path is tested through the CLI.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,16 +52,42 @@ def train_rank(rank: int, size: int, batch: int, port: int, out: str) -> None:
     try:
         task = build("long_range", problem="recall", seq_len=8, n_train=128, n_val=32, n_test=32)
         task.setup()
-        cfg = shrink(compose_config("model=transformer", "model.embed_dropout=0", "model.backbone.dropout=0", "model.head.dropout=0"))  # no dropout: ranks would draw other masks
+        cfg = shrink(
+            compose_config(
+                "model=transformer", "model.embed_dropout=0", "model.backbone.dropout=0", "model.head.dropout=0"
+            )
+        )  # no dropout: ranks would draw other masks
         torch.manual_seed(0)
         model = task.build_model(cfg.model)
         losses = Losses()
-        trainer = Trainer(name="t", optimizer=lambda params: torch.optim.AdamW(params, lr=3e-3), scheduler=lambda o, total_steps: warmup_cosine(o, total_steps, warmup_steps=3),
-                          max_epochs=2, batch_size=batch, progress=False)
-        fit = trainer.fit(model, task, torch.device("cpu"), seed=0, callbacks=[losses], world=World(rank=rank, size=size, backend="gloo"))
+        trainer = Trainer(
+            name="t",
+            optimizer=lambda params: torch.optim.AdamW(params, lr=3e-3),
+            scheduler=lambda o, total_steps: warmup_cosine(o, total_steps, warmup_steps=3),
+            max_epochs=2,
+            batch_size=batch,
+            progress=False,
+        )
+        fit = trainer.fit(
+            model,
+            task,
+            torch.device("cpu"),
+            seed=0,
+            callbacks=[losses],
+            world=World(rank=rank, size=size, backend="gloo"),
+        )
         if rank == 0:
-            Path(out).write_text(json.dumps({"losses": losses.values, "steps": fit.steps, "val": fit.val, "world_size": fit.world_size,
-                                             "items_per_s": fit.speed["train_items_per_s"]}))
+            Path(out).write_text(
+                json.dumps(
+                    {
+                        "losses": losses.values,
+                        "steps": fit.steps,
+                        "val": fit.val,
+                        "world_size": fit.world_size,
+                        "items_per_s": fit.speed["train_items_per_s"],
+                    }
+                )
+            )
     finally:
         dist.destroy_process_group()
 
@@ -75,22 +102,49 @@ def run(size: int, batch: int, tmp_path: Path) -> dict:
 def test_two_processes_with_half_batches_train_as_one_with_the_whole_batch(tmp_path):
     one, two = run(1, 16, tmp_path), run(2, 8, tmp_path)
     assert one["steps"] == two["steps"] == 16 and two["world_size"] == 2
-    assert two["losses"] == pytest.approx(one["losses"], rel=1e-4, abs=1e-5)  # the same global batches, gradients averaged
+    assert two["losses"] == pytest.approx(
+        one["losses"], rel=1e-4, abs=1e-5
+    )  # the same global batches, gradients averaged
     assert two["val"] == pytest.approx(one["val"], rel=1e-4)  # validation: every example once, on rank 0
 
 
 # --- through the runner, as a user starts it: torchrun ------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = ["task=long_range", "task.problem=recall", "task.seq_len=8", "task.n_train=256", "task.n_val=64", "task.n_test=96", "model=lstm",
-        "model.d_model=32", "trainer=smoke", "trainer.max_steps=null", "trainer.limit_train_batches=null", "trainer.limit_eval_batches=null",
-        "trainer.max_epochs=2", "trainer.batch_size=8", "trainer.precision=fp32", "logger=none"]
+TINY = [
+    "task=long_range",
+    "task.problem=recall",
+    "task.seq_len=8",
+    "task.n_train=256",
+    "task.n_val=64",
+    "task.n_test=96",
+    "model=lstm",
+    "model.d_model=32",
+    "trainer=smoke",
+    "trainer.max_steps=null",
+    "trainer.limit_train_batches=null",
+    "trainer.limit_eval_batches=null",
+    "trainer.max_epochs=2",
+    "trainer.batch_size=8",
+    "trainer.precision=fp32",
+    "logger=none",
+]
 
 
 def torchrun(run_dir: Path, *extra: str, nproc: int = 2, wait: bool = True):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", f"--master_port={free_port()}", "-m", "suite.run",
-           *TINY, *extra, f"hydra.run.dir={run_dir}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc_per_node={nproc}",
+        f"--master_port={free_port()}",
+        "-m",
+        "suite.run",
+        *TINY,
+        *extra,
+        f"hydra.run.dir={run_dir}",
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if not wait:
         return proc
@@ -104,12 +158,30 @@ def test_torchrun_writes_one_record_with_the_whole_test_split(tmp_path):
     assert code == 0, out[-3000:]
     assert out.count("[ok]") == 1  # rank 0 alone reports
     record = read_result(tmp_path / RESULT_FILE)
-    assert record.status == "ok" and record.world_size == 2 and record.backend == "gloo" and record.steps == 2 * 256 // 16
+    assert (
+        record.status == "ok" and record.world_size == 2 and record.backend == "gloo" and record.steps == 2 * 256 // 16
+    )
     # Rank 0 scored every test example once: the saved best weights, scored by one process, give the same figures.
-    again = subprocess.run([sys.executable, "-m", "suite.run", *TINY, "job=evaluate", f"job.checkpoint={tmp_path}/checkpoints/best.pt",
-                            "job.splits=[test]", f"hydra.run.dir={tmp_path}/evaluate"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "suite.run",
+            *TINY,
+            "job=evaluate",
+            f"job.checkpoint={tmp_path}/checkpoints/best.pt",
+            "job.splits=[test]",
+            f"hydra.run.dir={tmp_path}/evaluate",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert again.returncode == 0, again.stderr[-3000:]
-    assert read_result(tmp_path / "evaluate" / RESULT_FILE).metrics == {k: v for k, v in record.metrics.items() if not k.startswith("val_")}
+    assert read_result(tmp_path / "evaluate" / RESULT_FILE).metrics == {
+        k: v for k, v in record.metrics.items() if not k.startswith("val_")
+    }
 
 
 @pytest.mark.slow

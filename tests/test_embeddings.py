@@ -1,4 +1,5 @@
 """Positions: the paper's sinusoidal formula and its relative-position property."""
+
 import math
 
 import torch
@@ -66,7 +67,11 @@ def test_patch_embedding_is_the_linear_map_of_each_patch_in_row_major_order():
     image = torch.arange(16.0).view(1, 1, 4, 4)
     out = emb(image)
     assert out.shape == (1, 4, 4)
-    assert out[0, 0].tolist() == [0, 1, 4, 5] and out[0, 1].tolist() == [2, 3, 6, 7] and out[0, 2].tolist() == [8, 9, 12, 13]
+    assert (
+        out[0, 0].tolist() == [0, 1, 4, 5]
+        and out[0, 1].tolist() == [2, 3, 6, 7]
+        and out[0, 2].tolist() == [8, 9, 12, 13]
+    )
 
 
 def test_patch_embedding_rejects_sizes_it_cannot_tile():

@@ -1,4 +1,5 @@
 """Our encoder layer against torch.nn.TransformerEncoderLayer, given the same weights."""
+
 import pytest
 import torch
 from torch import nn
@@ -32,7 +33,9 @@ def padded_batch(b=3, l=9, d=32):
 @pytest.mark.parametrize("train_mode", [False, True], ids=["eval", "train"])
 def test_layer_matches_torch(norm_first, activation, train_mode):
     d, h, f = 32, 4, 64
-    ref = nn.TransformerEncoderLayer(d, h, f, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first)
+    ref = nn.TransformerEncoderLayer(
+        d, h, f, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first
+    )
     ours = EncoderLayer(d, h, f, dropout=0.0, activation=activation, norm_first=norm_first)
     load_from_torch(ours, ref)
     ref.train(train_mode), ours.train(train_mode)

@@ -1,4 +1,5 @@
 """Image data: sources, seeded stratified splits, train-split normalisation, augmentation on train only."""
+
 import gzip
 from collections import Counter
 
@@ -45,7 +46,9 @@ def test_normalised_with_training_statistics_and_augmented_on_train_only():
     val = torch.stack([data.splits["val"][i][0] for i in range(len(data.splits["val"]))])
     train_eval_view = data.splits["val"].transform(data.splits["train"].images)
     assert abs(train_eval_view.mean().item()) < 1e-4 and train_eval_view.std().item() == pytest.approx(1.0, abs=1e-3)
-    assert torch.equal(val, torch.stack([data.splits["val"][i][0] for i in range(len(data.splits["val"]))]))  # deterministic
+    assert torch.equal(
+        val, torch.stack([data.splits["val"][i][0] for i in range(len(data.splits["val"]))])
+    )  # deterministic
     torch.manual_seed(0)
     first = torch.stack([data.splits["train"][i][0] for i in range(64)])
     second = torch.stack([data.splits["train"][i][0] for i in range(64)])

@@ -1,4 +1,5 @@
 """The jobs' shared preparation, what a task's config fixes before its data is read, and failure statuses."""
+
 import pytest
 import torch
 
@@ -12,13 +13,23 @@ TASKS = sorted(p.stem for p in (CONF / "task").glob("*.yaml"))
 
 
 def test_prepare_gives_the_task_with_its_data_and_the_model_on_the_device():
-    cfg = shrink(compose_config("task=long_range", "model=lstm", "task.seq_len=16", "task.n_train=32", "task.n_val=8", "task.n_test=8"))
+    cfg = shrink(
+        compose_config(
+            "task=long_range", "model=lstm", "task.seq_len=16", "task.n_train=32", "task.n_val=8", "task.n_test=8"
+        )
+    )
     prepared = prepare(cfg, torch.device("cpu"))
     assert prepared.task.split_sizes() == {"train": 32, "val": 8, "test": 8}  # set up
     assert prepared.params == count_parameters(prepared.model) > 0
     assert all(p.device.type == "cpu" for p in prepared.model.parameters())
-    assert prepared.ok_fields() == {"status": "ok", "dataset": "recall", "seq_len": 16, "params": prepared.params,
-                                    "split_sizes": {"train": 32, "val": 8, "test": 8}, "primary_metric": "accuracy"}
+    assert prepared.ok_fields() == {
+        "status": "ok",
+        "dataset": "recall",
+        "seq_len": 16,
+        "params": prepared.params,
+        "split_sizes": {"train": 32, "val": 8, "test": 8},
+        "primary_metric": "accuracy",
+    }
 
 
 def test_prepare_takes_a_task_variant_it_is_given():
@@ -41,17 +52,35 @@ def test_every_task_names_its_dataset_and_length_before_reading_data(task, tmp_p
 
 
 def test_planned_fields_of_the_configured_length_keys():
-    assert planned_fields(compose_config("task=translation", "task.max_source_len=48").task) == {"dataset": "multi30k-en-de", "seq_len": 48}
-    assert planned_fields(compose_config("task=summarization").task)["seq_len"] == 256  # aeslc's default, resolved by the task
+    assert planned_fields(compose_config("task=translation", "task.max_source_len=48").task) == {
+        "dataset": "multi30k-en-de",
+        "seq_len": 48,
+    }
+    assert (
+        planned_fields(compose_config("task=summarization").task)["seq_len"] == 256
+    )  # aeslc's default, resolved by the task
     assert planned_fields(compose_config("task=dna", "task.max_len=100").task)["seq_len"] == 100
-    assert planned_fields(compose_config("task=news_topic", "task.seq_len=64").task) == {"dataset": "bbc", "seq_len": 64}
-    assert planned_fields(compose_config("task=summarization", "task.dataset=nope").task) == {}  # a task that cannot be built fixes nothing
+    assert planned_fields(compose_config("task=news_topic", "task.seq_len=64").task) == {
+        "dataset": "bbc",
+        "seq_len": 64,
+    }
+    assert (
+        planned_fields(compose_config("task=summarization", "task.dataset=nope").task) == {}
+    )  # a task that cannot be built fixes nothing
 
 
-@pytest.mark.parametrize("err, status", [
-    (Diverged("nan"), "diverged"), (PointTimeout("slow"), "timeout"), (PointSkipped("long"), "skipped"), (Interrupted("term"), "interrupted"),
-    (RunFailure("other"), "failed"), (torch.OutOfMemoryError("CUDA out of memory"), "oom"), (RuntimeError("boom"), "failed"),
-])
+@pytest.mark.parametrize(
+    "err, status",
+    [
+        (Diverged("nan"), "diverged"),
+        (PointTimeout("slow"), "timeout"),
+        (PointSkipped("long"), "skipped"),
+        (Interrupted("term"), "interrupted"),
+        (RunFailure("other"), "failed"),
+        (torch.OutOfMemoryError("CUDA out of memory"), "oom"),
+        (RuntimeError("boom"), "failed"),
+    ],
+)
 def test_a_failure_status_comes_from_the_exception(err, status):
     assert status_of(err) == status
 
@@ -69,7 +98,9 @@ def test_a_job_failure_is_recorded_with_the_exception_status_and_the_planned_fie
 
 
 def test_a_missing_dataset_keeps_the_records_dataset_and_length(tmp_path):
-    record = execute(shrink(compose_config("task=translation", "model=lstm", f"data_dir={tmp_path / 'nowhere'}")), tmp_path / "run")
+    record = execute(
+        shrink(compose_config("task=translation", "model=lstm", f"data_dir={tmp_path / 'nowhere'}")), tmp_path / "run"
+    )
     assert record.status == "failed" and "make data" in record.error
     assert record.dataset == "multi30k-en-de" and record.seq_len == 64
 
@@ -79,7 +110,11 @@ def test_every_job_module_has_a_config_and_every_config_a_module():
 
     from omegaconf import OmegaConf
 
-    modules = {p.stem for p in (CONF.parent / "suite" / "jobs").glob("*.py")} - {"__init__", "prepare", "trained"}  # set-up shared by jobs
+    modules = {p.stem for p in (CONF.parent / "suite" / "jobs").glob("*.py")} - {
+        "__init__",
+        "prepare",
+        "trained",
+    }  # set-up shared by jobs
     configs = {p.stem: OmegaConf.load(p)._target_ for p in (CONF / "job").glob("*.yaml")}
     assert set(configs) == modules
     for name, target in configs.items():

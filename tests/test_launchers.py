@@ -1,4 +1,5 @@
 """Sweeps through the local launchers; the SLURM config composes."""
+
 import os
 import subprocess
 import sys
@@ -11,13 +12,29 @@ from suite.runtime.record import RESULT_FILE, read_result
 from tests.conftest import CONF
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = ["task=long_range", "task.seq_len=16", "task.n_train=32", "task.n_val=16", "task.n_test=16", "trainer=smoke", "logger=none", "model.d_model=32", "model=lstm,gru"]
+TINY = [
+    "task=long_range",
+    "task.seq_len=16",
+    "task.n_train=32",
+    "task.n_val=16",
+    "task.n_test=16",
+    "trainer=smoke",
+    "logger=none",
+    "model.d_model=32",
+    "model=lstm,gru",
+]
 
 
 def sweep(tmp_path: Path, launcher: str) -> list:
     env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
-    out = subprocess.run([sys.executable, "-m", "suite.run", "-m", f"hydra/launcher={launcher}", f"hydra.sweep.dir={tmp_path}", *TINY],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "suite.run", "-m", f"hydra/launcher={launcher}", f"hydra.sweep.dir={tmp_path}", *TINY],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return [read_result(p) for p in sorted(tmp_path.rglob(RESULT_FILE))]
 

@@ -1,6 +1,7 @@
 """The package layers of ``suite/`` (README, "Package map"): no module imports from a layer above its own,
 and packages that share a layer do not import each other. Read from the source (every import,
 including the ones inside functions), so a lazy import cannot hide an upward edge."""
+
 from __future__ import annotations
 
 import ast
@@ -60,14 +61,18 @@ def upward_imports(root: Path) -> list[str]:
         for line, target in suite_imports(path):
             theirs = layer(target)
             if theirs != own and RANKS[theirs] >= RANKS[own]:
-                wrong.append(f"{path.relative_to(root.parent)}:{line}: {own} (rank {RANKS[own]}) imports {target} (rank {RANKS[theirs]})")
+                wrong.append(
+                    f"{path.relative_to(root.parent)}:{line}: {own} (rank {RANKS[own]}) imports {target} (rank {RANKS[theirs]})"
+                )
     return wrong
 
 
 def test_every_package_has_a_rank():
     packages = {p.name for p in SUITE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     modules = {p.stem for p in SUITE.glob("*.py")} - {"__init__"}
-    assert packages | modules == set(RANKS), "a new package or top-level module needs its rank here (and in the README's map)"
+    assert packages | modules == set(RANKS), (
+        "a new package or top-level module needs its rank here (and in the README's map)"
+    )
 
 
 def test_no_module_imports_from_a_layer_above_it():
@@ -79,7 +84,9 @@ def test_the_check_sees_upward_lazy_and_sibling_imports(tmp_path):
     root = tmp_path / "suite"
     (root / "runtime").mkdir(parents=True)
     (root / "training").mkdir()
-    (root / "runtime" / "a.py").write_text("from suite.runtime import numerics\n\ndef f():\n    from suite.jobs.speed import speed_job\n")
+    (root / "runtime" / "a.py").write_text(
+        "from suite.runtime import numerics\n\ndef f():\n    from suite.jobs.speed import speed_job\n"
+    )
     (root / "training" / "b.py").write_text("import suite.report.plots\nfrom suite import types\n")
     assert sorted(t for _, t in suite_imports(root / "runtime" / "a.py")) == ["suite.jobs.speed", "suite.runtime"]
     wrong = upward_imports(root)

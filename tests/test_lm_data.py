@@ -1,6 +1,7 @@
 """Language-model data: splits by document with no text twice, lossless streams that hold every
 byte once, windows that score every target exactly once (checked against brute force), the
 metrics' formulas, and a smoke training run through the command line."""
+
 from __future__ import annotations
 
 import math
@@ -28,7 +29,11 @@ def test_bbc_split_is_by_document_without_repeats(bbc_dir):
     docs = corpus.documents
     assert sum(len(d) for d in docs.values()) == 60  # the repeated article and the repeated body are gone
     bodies = {split: {d.split("\n\n", 1)[1] for d in texts} for split, texts in docs.items()}
-    assert not (bodies["train"] & bodies["val"]) and not (bodies["train"] & bodies["test"]) and not (bodies["val"] & bodies["test"])
+    assert (
+        not (bodies["train"] & bodies["val"])
+        and not (bodies["train"] & bodies["test"])
+        and not (bodies["val"] & bodies["test"])
+    )
     assert docs == load("bbc", str(bbc_dir), "bpe", 300, 0.1, 0.1, 0).documents  # seeded
     assert docs != load("bbc", str(bbc_dir), "bpe", 300, 0.1, 0.1, 1).documents
 
@@ -38,7 +43,9 @@ def test_streams_hold_every_byte_once_and_decode_back(bbc_dir):
         corpus = load("bbc", str(bbc_dir), tokenizer, 300, 0.1, 0.1, 0)
         for split, texts in corpus.documents.items():
             stream = corpus.streams[split]
-            assert int(corpus.token_bytes[stream[1:]].sum()) == sum(len(t.encode("utf-8")) + 1 for t in texts)  # + one [EOS] byte a document
+            assert int(corpus.token_bytes[stream[1:]].sum()) == sum(
+                len(t.encode("utf-8")) + 1 for t in texts
+            )  # + one [EOS] byte a document
             assert int((stream == corpus.eos_id).sum()) == len(texts) + 1
             first = stream[1 : (stream[1:] == corpus.eos_id).nonzero()[0].item() + 1].tolist()
             assert corpus.tokenizer.decode(first) == texts[0]  # lossless: "£5 café" survives
@@ -52,7 +59,11 @@ def test_first_occurrences_keep_a_repeated_text_in_its_first_split_only():
 
 def test_aeslc_keeps_each_body_once_in_its_first_split(bbc_dir):
     corpus = load("aeslc", str(bbc_dir), "bpe", 300, 0.1, 0.1, 0)
-    assert [len(corpus.documents[s]) for s in ("train", "val", "test")] == [20, 5, 5]  # repeats dropped: 2 in train, 1 in dev
+    assert [len(corpus.documents[s]) for s in ("train", "val", "test")] == [
+        20,
+        5,
+        5,
+    ]  # repeats dropped: 2 in train, 1 in dev
     assert int((corpus.streams["test"] == corpus.eos_id).sum()) == 6
 
 
@@ -85,10 +96,13 @@ def test_unknown_dataset_and_tokenizer_are_named(bbc_dir):
 
 
 def test_missing_data_names_the_path_and_make_data(tmp_path):
-    record = execute(shrink(compose_config("task=language_model", "model=lstm", f"data_dir={tmp_path / 'nowhere'}")), tmp_path)
+    record = execute(
+        shrink(compose_config("task=language_model", "model=lstm", f"data_dir={tmp_path / 'nowhere'}")), tmp_path
+    )
     assert record.status == "failed"
-    assert str(tmp_path / "nowhere" / "summarization" / "bbc_news_summary") in record.error and "make data" in record.error
-
+    assert (
+        str(tmp_path / "nowhere" / "summarization" / "bbc_news_summary") in record.error and "make data" in record.error
+    )
 
 
 @pytest.mark.parametrize("n, length, stride", [(40, 8, 1), (40, 8, 3), (40, 8, 8), (41, 8, 5), (6, 8, 4), (9, 8, 2)])
@@ -104,9 +118,13 @@ def test_sliding_windows_score_every_target_once_with_enough_context(n, length, 
             assert context == target or context >= width - stride + 1  # short only at the stream's start
     assert sorted(scored) == list(range(1, n))
 
+
 def test_training_windows_are_full_and_do_not_overlap():
     windows = training_windows(40, 8)
-    assert [a for a, _ in windows] == [0, 8, 16, 24] and all(first == 0 for _, first in windows)  # 32 + 8 targets need 41 tokens
+    assert [a for a, _ in windows] == [0, 8, 16, 24] and all(
+        first == 0 for _, first in windows
+    )  # 32 + 8 targets need 41 tokens
+
 
 @pytest.mark.parametrize("model", ["transformer", "lstm"])
 def test_evaluation_equals_brute_force_per_token(model):
@@ -114,15 +132,26 @@ def test_evaluation_equals_brute_force_per_token(model):
     length, n = 8, 30
     stream = torch.randint(4, V, (n,))
     task = build("language_model", seq_len=length, stride=1)
-    task.corpus = Corpus(documents={}, streams={"val": stream}, tokenizer=None, token_bytes=torch.ones(V, dtype=torch.long), eos_id=3, pad_id=0)
+    task.corpus = Corpus(
+        documents={},
+        streams={"val": stream},
+        tokenizer=None,
+        token_bytes=torch.ones(V, dtype=torch.long),
+        eos_id=3,
+        pad_id=0,
+    )
     task.unigram = torch.zeros(V)
     loader = DataLoader(Windows(stream, sliding_windows(n, length, 1), length), batch_size=5, collate_fn=window_collate)
     net = tiny_lm(model, context=length)
     with torch.no_grad():
         metrics = task.evaluate(net, loader, torch.device("cpu"))
-        brute = sum(-torch.log_softmax(net(stream[max(0, i - length) : i][None])[0, -1], -1)[stream[i]].item() for i in range(1, n))
+        brute = sum(
+            -torch.log_softmax(net(stream[max(0, i - length) : i][None])[0, -1], -1)[stream[i]].item()
+            for i in range(1, n)
+        )
     assert metrics["loss"] == pytest.approx(brute / (n - 1), rel=1e-5)
     assert metrics["bits_per_byte"] == pytest.approx(brute / math.log(2) / (n - 1), rel=1e-5)  # one byte a token here
+
 
 @pytest.mark.parametrize("model", ["transformer", "lstm"])
 def test_exact_context_scores_each_drawn_target_with_exactly_c_tokens(model):
@@ -130,33 +159,51 @@ def test_exact_context_scores_each_drawn_target_with_exactly_c_tokens(model):
     length, n, contexts = 8, 40, [2, 5, 8]
     stream = torch.randint(4, V, (n,))
     task = build("language_model", seq_len=length, stride=4)
-    task.corpus = Corpus(documents={}, streams={"test": stream}, tokenizer=None, token_bytes=torch.ones(V, dtype=torch.long), eos_id=3, pad_id=0)
+    task.corpus = Corpus(
+        documents={},
+        streams={"test": stream},
+        tokenizer=None,
+        token_bytes=torch.ones(V, dtype=torch.long),
+        eos_id=3,
+        pad_id=0,
+    )
     task.unigram = torch.zeros(V)
     net = tiny_lm(model, context=length)
     batches = task.exact_context_batches("test", contexts, n_targets=10, batch_size=3, seed=0)
-    spans = {tuple(stream[i : i + c + 1].tolist()) for c in contexts for i in range(n - c)}  # every c tokens and the one after them
+    spans = {
+        tuple(stream[i : i + c + 1].tolist()) for c in contexts for i in range(n - c)
+    }  # every c tokens and the one after them
     first = None
     for c in contexts:
         brute, targets = [], []
         for b in batches[c]:
-            assert b.inputs.size(1) == c and (b.extra["scored"].sum(1) == 1).all() and b.extra["scored"][:, -1].all()  # one target, after all c
+            assert (
+                b.inputs.size(1) == c and (b.extra["scored"].sum(1) == 1).all() and b.extra["scored"][:, -1].all()
+            )  # one target, after all c
             for window, target in zip(b.inputs, b.targets[:, -1]):
-                assert tuple(window.tolist()) + (int(target),) in spans  # c tokens of the stream and the token that follows them
+                assert (
+                    tuple(window.tolist()) + (int(target),) in spans
+                )  # c tokens of the stream and the token that follows them
                 targets.append(int(target))
                 with torch.no_grad():
                     brute.append(-torch.log_softmax(net(window[None])[0, -1], -1)[target].item())
         first = first or targets
         assert len(targets) == 10 and targets == first  # the same targets at every c
         with torch.no_grad():
-            assert task.evaluate(net, batches[c], torch.device("cpu"))["loss"] == pytest.approx(sum(brute) / len(brute), rel=1e-5)
+            assert task.evaluate(net, batches[c], torch.device("cpu"))["loss"] == pytest.approx(
+                sum(brute) / len(brute), rel=1e-5
+            )
 
 
 def test_bits_per_byte_and_perplexity_formulas():
     tally = Tally(nll=100 * math.log(2), unigram_nll=100 * math.log(4), tokens=50, bytes=100)
     m = tally.metrics()
     assert m["bits_per_byte"] == pytest.approx(1.0) and m["neg_bits_per_byte"] == pytest.approx(-1.0)
-    assert m["perplexity"] == pytest.approx(4.0) and m["loss"] == pytest.approx(2 * math.log(2))  # 2 bits a token: 2 bytes of 1 bit
+    assert m["perplexity"] == pytest.approx(4.0) and m["loss"] == pytest.approx(
+        2 * math.log(2)
+    )  # 2 bits a token: 2 bytes of 1 bit
     assert m["unigram_perplexity"] == pytest.approx(16.0)
+
 
 def test_a_uniform_model_has_perplexity_v():
     class Uniform(torch.nn.Module):
@@ -170,19 +217,36 @@ def test_a_uniform_model_has_perplexity_v():
     ids = torch.randint(0, V, (3, 7))
     every = torch.ones_like(ids, dtype=torch.bool)
     tally.add(scored_nll(Uniform(), ids, ids, every), ids, every, torch.full((V,), 3), torch.zeros(V))
-    assert tally.metrics()["perplexity"] == pytest.approx(V) and tally.metrics()["bits_per_byte"] == pytest.approx(math.log2(V) / 3)
+    assert tally.metrics()["perplexity"] == pytest.approx(V) and tally.metrics()["bits_per_byte"] == pytest.approx(
+        math.log2(V) / 3
+    )
 
 
 @pytest.mark.parametrize("model", ["transformer", "lstm"])
 def test_smoke_training_through_the_command_line(model, tmp_path, bbc_dir):
     env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0"}
-    args = ["task=language_model", f"model={model}", "trainer=smoke", "logger=none", f"data_dir={bbc_dir}", f"hydra.run.dir={tmp_path}", *TINY_LM]
-    out = subprocess.run([sys.executable, "-m", "suite.run", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    args = [
+        "task=language_model",
+        f"model={model}",
+        "trainer=smoke",
+        "logger=none",
+        f"data_dir={bbc_dir}",
+        f"hydra.run.dir={tmp_path}",
+        *TINY_LM,
+    ]
+    out = subprocess.run(
+        [sys.executable, "-m", "suite.run", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     record = read_result(tmp_path / RESULT_FILE)
     assert record.status == "ok" and record.steps == 3 and record.seq_len == 16
     m = record.metrics
-    assert {"perplexity", "bits_per_byte", "neg_bits_per_byte", "unigram_perplexity", "val_perplexity", "val_bits_per_byte"} <= m.keys()
+    assert {
+        "perplexity",
+        "bits_per_byte",
+        "neg_bits_per_byte",
+        "unigram_perplexity",
+        "val_perplexity",
+        "val_bits_per_byte",
+    } <= m.keys()
     assert 1 < m["perplexity"] < 2 * 300 and m["bits_per_byte"] > 0 and m["neg_bits_per_byte"] == -m["bits_per_byte"]
-
-

@@ -1,6 +1,7 @@
 """Decoder-only language models: every model family (and the attention kernels that keep a state)
 decodes step by step exactly as the full pass, no logit depends on a later token, the decoding
 state grows, stays or is bounded as it should, and models that read the future are refused."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,7 +13,14 @@ from suite.jobs.generation_cost import state_bytes
 from tests.conftest import LM_VOCAB as V
 from tests.conftest import tiny_lm
 
-MODELS = [("transformer",), ("transformer", "model/attention=linear", "model.attention.chunk=4"), ("transformer", "model/attention=local", "model.attention.window=3"), ("lstm",), ("gru",), ("rnn",)]
+MODELS = [
+    ("transformer",),
+    ("transformer", "model/attention=linear", "model.attention.chunk=4"),
+    ("transformer", "model/attention=local", "model.attention.window=3"),
+    ("lstm",),
+    ("gru",),
+    ("rnn",),
+]
 IDS = [" ".join(m) for m in MODELS]
 
 
@@ -49,7 +57,10 @@ def test_cached_and_uncached_generation_agree(spec):
     greedy = Sampling("greedy")
     fast, slow = generate(net, prompt, 10, greedy), generate(net, prompt, 10, greedy, cache=False)
     assert fast.shape == (3, 10) and torch.equal(fast, slow)
-    sampled = [generate(net, prompt, 10, Sampling(top_k=5), generator=torch.Generator().manual_seed(1), cache=c) for c in (True, False)]
+    sampled = [
+        generate(net, prompt, 10, Sampling(top_k=5), generator=torch.Generator().manual_seed(1), cache=c)
+        for c in (True, False)
+    ]
     assert torch.equal(*sampled)
 
 
@@ -67,13 +78,18 @@ def test_state_size_is_constant_for_recurrent_and_linear_bounded_for_local_growi
 def test_the_output_layer_is_the_embedding():
     net = tiny_lm("transformer")
     assert net.generator.proj.weight is net.embed.embed.weight
-    assert net.backbone.causal and isinstance(net.backbone.norm, torch.nn.LayerNorm)  # pre-norm, a final LayerNorm: GPT-2's shape
+    assert net.backbone.causal and isinstance(
+        net.backbone.norm, torch.nn.LayerNorm
+    )  # pre-norm, a final LayerNorm: GPT-2's shape
 
 
-@pytest.mark.parametrize("spec, message", [(("bilstm",), "reads the sequence both ways"), (("transformer", "model/attention=bigbird"), "'bigbird' cannot serve the causal encoder")])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (("bilstm",), "reads the sequence both ways"),
+        (("transformer", "model/attention=bigbird"), "'bigbird' cannot serve the causal encoder"),
+    ],
+)
 def test_a_model_that_sees_the_future_is_refused(spec, message):
     with pytest.raises((ValueError, InstantiationException), match=message):
         tiny_lm(*spec)
-
-
-

@@ -1,4 +1,5 @@
 """The synthetic long-range problems: exact labels, lengths, fixed and disjoint splits."""
+
 import random
 
 import pytest
@@ -45,9 +46,64 @@ def test_recall_with_the_key_first_is_the_data_it_always_was():
     # key_position=0 draws in the same order as before the setting: the benchmark's figures stay comparable.
     first = recall_example(random.Random(3), seq_len=50, n_classes=8, n_filler=32, key_position=0)
     # drawn by tasks/long_range.py as it was before key_position (commit 4d0877b), same seed and sizes
-    before = ([4, 17, 32, 39, 13, 9, 39, 25, 23, 21, 39, 39, 34, 18, 23, 18, 33, 9, 13, 19, 11, 28, 10, 26, 39, 33, 36, 34, 37, 17, 32, 15, 11, 17, 40, 22, 25,
-               36, 28, 35, 33, 31, 35, 23, 30, 10, 26, 19, 29, 15], 3)
-    assert first == before and recall_example(random.Random(3), seq_len=50, n_classes=8, n_filler=32) == before  # 0 is the default
+    before = (
+        [
+            4,
+            17,
+            32,
+            39,
+            13,
+            9,
+            39,
+            25,
+            23,
+            21,
+            39,
+            39,
+            34,
+            18,
+            23,
+            18,
+            33,
+            9,
+            13,
+            19,
+            11,
+            28,
+            10,
+            26,
+            39,
+            33,
+            36,
+            34,
+            37,
+            17,
+            32,
+            15,
+            11,
+            17,
+            40,
+            22,
+            25,
+            36,
+            28,
+            35,
+            33,
+            31,
+            35,
+            23,
+            30,
+            10,
+            26,
+            19,
+            29,
+            15,
+        ],
+        3,
+    )
+    assert (
+        first == before and recall_example(random.Random(3), seq_len=50, n_classes=8, n_filler=32) == before
+    )  # 0 is the default
     moved, label = recall_example(random.Random(3), seq_len=50, n_classes=8, n_filler=32, key_position=-1)
     assert label == first[1] and moved[-1] == first[0][0] and moved[:-1] == first[0][1:]
 
@@ -60,7 +116,9 @@ def test_a_key_position_outside_the_sequence_is_refused_at_build(position):
 
 @pytest.mark.parametrize("problem", ["recall", "listops"])
 def test_splits_are_fixed_by_split_seed_and_disjoint(problem):
-    make = lambda seed: build("long_range", problem=problem, seq_len=24, n_train=300, n_val=50, n_test=80, split_seed=seed)  # noqa: E731
+    make = lambda seed: build(
+        "long_range", problem=problem, seq_len=24, n_train=300, n_val=50, n_test=80, split_seed=seed
+    )  # noqa: E731
     a, b, c = make(0), make(0), make(1)
     for t in (a, b, c):
         t.setup()

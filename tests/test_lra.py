@@ -1,4 +1,5 @@
 """experiment=lra: one model and one budget for every variant and task; recall beyond every window; each task runs."""
+
 import pytest
 from omegaconf import OmegaConf
 
@@ -6,8 +7,19 @@ from suite.run import execute
 from tests.conftest import CONF, compose_config, need_data, shrink
 
 LRA_TASKS = sorted(p.stem for p in (CONF / "lra").glob("*.yaml"))
-SWEPT = str(OmegaConf.to_container(OmegaConf.load(CONF / "experiment" / "lra.yaml"))["hydra"]["sweeper"]["params"]["model/attention"]).split(",")
-ONE_STEP = ["trainer.max_steps=1", "trainer.limit_train_batches=1", "trainer.limit_eval_batches=1", "trainer.eval_batch_size=16", "trainer.progress=false", "logger=none"]
+SWEPT = str(
+    OmegaConf.to_container(OmegaConf.load(CONF / "experiment" / "lra.yaml"))["hydra"]["sweeper"]["params"][
+        "model/attention"
+    ]
+).split(",")
+ONE_STEP = [
+    "trainer.max_steps=1",
+    "trainer.limit_train_batches=1",
+    "trainer.limit_eval_batches=1",
+    "trainer.eval_batch_size=16",
+    "trainer.progress=false",
+    "logger=none",
+]
 
 
 def composed(lra: str, attention: str = "full", *extra: str):
@@ -17,7 +29,9 @@ def composed(lra: str, attention: str = "full", *extra: str):
 def test_the_sweep_covers_every_task_and_every_variant_but_explicit():
     params = OmegaConf.load(CONF / "experiment" / "lra.yaml").hydra.sweeper.params
     assert sorted(params.lra.split(",")) == LRA_TASKS == ["image", "listops", "recall", "text"]
-    assert sorted(SWEPT) == sorted(p.stem for p in (CONF / "model" / "attention").glob("*.yaml") if p.stem != "explicit")
+    assert sorted(SWEPT) == sorted(
+        p.stem for p in (CONF / "model" / "attention").glob("*.yaml") if p.stem != "explicit"
+    )
 
 
 def test_every_variant_and_task_gets_the_same_model_and_budget():
@@ -32,7 +46,10 @@ def test_every_variant_and_task_gets_the_same_model_and_budget():
         for attention in SWEPT:
             cfg = composed(lra, attention)
             assert cfg.benchmark == "lra"
-            assert without_core(cfg)["backbone"] == without_core(first)["backbone"], (lra, attention)  # image's ViT adaptation is undone
+            assert without_core(cfg)["backbone"] == without_core(first)["backbone"], (
+                lra,
+                attention,
+            )  # image's ViT adaptation is undone
             assert cfg.model.positions == first.model.positions and cfg.model.d_model == 128
             assert OmegaConf.to_container(cfg.trainer) == OmegaConf.to_container(first.trainer), (lra, attention)
             assert cfg.trainer.max_steps == 2000 and cfg.trainer.patience == 0 and cfg.trainer.time_budget_s is None
@@ -49,12 +66,19 @@ def test_recall_puts_the_key_beyond_every_windows_reach_after_all_layers():
     assert layers * (bigbird.window + 1) * bigbird.block < distance  # its windowed blocks; its global block reads all
 
 
-@pytest.mark.parametrize("lra, data", [("listops", None), ("recall", None), ("text", ("summarization", "bbc_news_summary")), ("image", None)])
+@pytest.mark.parametrize(
+    "lra, data", [("listops", None), ("recall", None), ("text", ("summarization", "bbc_news_summary")), ("image", None)]
+)
 def test_every_lra_task_trains_a_step_with_a_sparse_variant(lra, data, tmp_path):
     # Image: the 8x8 digits pixel by pixel (64 positions), since scoring Fashion-MNIST's 10,000 test images at 784 takes minutes.
     if data:
         need_data(*data)
-    size = ["task.dataset=digits"] if lra == "image" else ["task.seq_len=256"] + (["task.n_train=64", "task.n_val=16", "task.n_test=16"] if lra in ("listops", "recall") else [])
+    size = (
+        ["task.dataset=digits"]
+        if lra == "image"
+        else ["task.seq_len=256"]
+        + (["task.n_train=64", "task.n_val=16", "task.n_test=16"] if lra in ("listops", "recall") else [])
+    )
     cfg = shrink(composed(lra, "bigbird", "model.attention.block=16", *size, *ONE_STEP))
     record = execute(cfg, tmp_path, attention="bigbird")
     assert record.status == "ok", record.error

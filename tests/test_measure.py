@@ -1,4 +1,5 @@
 """The measurement harness on tiny models: figures, statuses, memory growth, FLOPs, resume."""
+
 import pytest
 import torch
 
@@ -11,36 +12,75 @@ from tests.conftest import TINY_TASK, compose_config, shrink
 
 
 def speed_cfg(model: str, seq_len: int, *extra: str):
-    cfg = compose_config("experiment=speed_vs_length", f"model={model}", f"task.seq_len={seq_len}", "job.min_time_s=0", "job.repeats=2", "job.warmup=1", "job.measure_peak=false", *extra)
+    cfg = compose_config(
+        "experiment=speed_vs_length",
+        f"model={model}",
+        f"task.seq_len={seq_len}",
+        "job.min_time_s=0",
+        "job.repeats=2",
+        "job.warmup=1",
+        "job.measure_peak=false",
+        *extra,
+    )
     return shrink(cfg)
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16"])  # forced: FLOPs counted, memory and time measured in either on any CPU
+@pytest.mark.parametrize(
+    "precision", ["fp32", "bf16"]
+)  # forced: FLOPs counted, memory and time measured in either on any CPU
 @pytest.mark.parametrize("model", ["transformer", "lstm"])
 def test_speed_point_figures_are_positive_finite_with_spread(model, precision, tmp_path):
     record = execute(speed_cfg(model, 32, f"job.precision={precision}"), tmp_path)
     assert record.status == "ok", record.error
     assert record.precision == precision and record.precision_reason == f"set: precision={precision}"
     s = record.speed
-    for key in ("train_tokens_per_s", "infer_tokens_per_s", "latency_ms", "peak_mem_train_bytes", "flops_train_step", "train_step_iqr_ms"):
+    for key in (
+        "train_tokens_per_s",
+        "infer_tokens_per_s",
+        "latency_ms",
+        "peak_mem_train_bytes",
+        "flops_train_step",
+        "train_step_iqr_ms",
+    ):
         assert s[key] >= 0 and torch.isfinite(torch.tensor(s[key])), key
     assert s["train_tokens_per_s"] > 0 and s["flops_train_step"] > s["flops_infer"] > 0
     assert s["peak_mem_train_bytes"] > s["peak_mem_infer_bytes"] > 0
-    assert isinstance(s["others_cpu_share"], float)  # the load the point was timed under, from time_calls (its value: the /proc/stat test)
+    assert isinstance(
+        s["others_cpu_share"], float
+    )  # the load the point was timed under, from time_calls (its value: the /proc/stat test)
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16"])  # bf16: issue 21's crash (the FLOP counter reached oneDNN's bf16 LSTM)
+@pytest.mark.parametrize(
+    "precision", ["fp32", "bf16"]
+)  # bf16: issue 21's crash (the FLOP counter reached oneDNN's bf16 LSTM)
 @pytest.mark.parametrize("task", ["translation", "summarization"])
 @pytest.mark.parametrize("model", ["transformer", "lstm"])
 def test_speed_job_measures_a_sequence_to_sequence_model(task, model, precision, tmp_path, subset_data):
     # The task says how its model runs (a teacher-forced pass) and generates (greedy, with and without the cache).
-    cfg = shrink(compose_config(f"task={task}", f"model={model}", "job=speed", *TINY_TASK[task], f"data_dir={subset_data}", f"job.precision={precision}",
-                                "job.min_time_s=0", "job.repeats=2", "job.warmup=1", "job.measure_peak=false", "job.batch_size=4"))
+    cfg = shrink(
+        compose_config(
+            f"task={task}",
+            f"model={model}",
+            "job=speed",
+            *TINY_TASK[task],
+            f"data_dir={subset_data}",
+            f"job.precision={precision}",
+            "job.min_time_s=0",
+            "job.repeats=2",
+            "job.warmup=1",
+            "job.measure_peak=false",
+            "job.batch_size=4",
+        )
+    )
     record = execute(cfg, tmp_path)
     assert record.status == "ok", record.error
     s = record.speed
     assert record.seq_len == cfg.task.max_source_len and s["batch_size"] == 4
-    assert s["train_tokens_per_s"] > 0 and s["infer_tokens_per_s"] > 0 and s["peak_mem_train_bytes"] > s["peak_mem_infer_bytes"] > 0
+    assert (
+        s["train_tokens_per_s"] > 0
+        and s["infer_tokens_per_s"] > 0
+        and s["peak_mem_train_bytes"] > s["peak_mem_infer_bytes"] > 0
+    )
     assert s["flops_train_step"] > s["flops_infer"] > 0
     assert s["generated_tokens"] == 4 * 12  # task.max_target_len tokens for each source, none ended early
     assert s["generate_tokens_per_s"] > 0 and s["generate_uncached_tokens_per_s"] > 0
@@ -128,7 +168,11 @@ def test_resume_skips_finished_points(tmp_path, monkeypatch):
 def test_gradient_flow_decays_for_rnn_not_for_attention(tmp_path):
     curves = {}
     for model in ("transformer", "rnn"):
-        cfg = shrink(compose_config("experiment=gradient_flow", f"model={model}", "task.seq_len=64", "job.n_models=2", "job.batch_size=8"))
+        cfg = shrink(
+            compose_config(
+                "experiment=gradient_flow", f"model={model}", "task.seq_len=64", "job.n_models=2", "job.batch_size=8"
+            )
+        )
         record = execute(cfg, tmp_path / model)
         assert record.status == "ok", record.error
         curves[model] = record.curves["grad_norm_relative_by_distance"]

@@ -1,4 +1,5 @@
 """Classification metrics against scikit-learn on the same inputs; the confusion-matrix plot."""
+
 import math
 
 import pytest

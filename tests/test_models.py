@@ -1,4 +1,5 @@
 """Every model config builds, trains a step on a padded batch; RNNs ignore extra padding."""
+
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,9 @@ from suite.models.rnn import RecurrentEncoder
 from tests.conftest import CONF, compose_config, shrink
 
 # Every model config with a backbone classifies; a model of strings (Lead-k) serves summarization only.
-MODEL_CONFIGS = sorted(p.stem for p in (CONF / "model").glob("*.yaml") if "backbone" in compose_config(f"model={p.stem}").model)
+MODEL_CONFIGS = sorted(
+    p.stem for p in (CONF / "model").glob("*.yaml") if "backbone" in compose_config(f"model={p.stem}").model
+)
 
 
 def padded_ids(b=4, l=12, vocab=50):
@@ -67,7 +70,14 @@ def test_rnn_outputs_unchanged_by_extra_padding(cell, bidirectional):
 def test_transformer_base_preset_has_paper_dimensions():
     cfg = compose_config("model=transformer_base")
     bb = cfg.model.backbone
-    assert (bb.n_layers, cfg.model.d_model, bb.d_ff, bb.n_heads, bb.dropout, bb.norm_first) == (6, 512, 2048, 8, 0.1, False)
+    assert (bb.n_layers, cfg.model.d_model, bb.d_ff, bb.n_heads, bb.dropout, bb.norm_first) == (
+        6,
+        512,
+        2048,
+        8,
+        0.1,
+        False,
+    )
     encoder = instantiate(bb)
     # 6 layers x (4 D^2 + 4 D attention, 2 D F + F + D feed-forward, 4 D layer norms)
     d, f = 512, 2048
@@ -88,8 +98,14 @@ def test_every_config_group_entry_has_its_module_and_back():
     helpers = {"__init__", "classification", "seq2seq", "next_token"}  # task kinds shared by domains
     modules = {p.stem for p in (root / "tasks").glob("*.py")} - helpers
     assert modules <= targeted, "a task module lacks a conf/task/*.yaml that builds it"
-    attention = {p.stem for p in (root / "suite" / "attention").glob("*.py")} - {"__init__", "core", "catalog"}  # core: the contract; catalog: builds them from their configs
-    assert attention <= {p.stem for p in (CONF / "model" / "attention").glob("*.yaml")}, "an attention module lacks its config"
+    attention = {p.stem for p in (root / "suite" / "attention").glob("*.py")} - {
+        "__init__",
+        "core",
+        "catalog",
+    }  # core: the contract; catalog: builds them from their configs
+    assert attention <= {p.stem for p in (CONF / "model" / "attention").glob("*.yaml")}, (
+        "an attention module lacks its config"
+    )
 
 
 @pytest.mark.parametrize("cell", ["rnn", "lstm", "gru"])

@@ -1,4 +1,5 @@
 """BBC News topics: BPE tokens or UTF-8 bytes (LRA's Text task reads bytes), the same split either way."""
+
 import pytest
 
 from suite.data.tokenizers import BYTE_PAD, BYTE_VOCAB, byte_names, utf8_ids
@@ -9,7 +10,7 @@ from tests.conftest import need_data
 def test_bytes_are_ids_one_above_the_byte_and_readable_back():
     assert utf8_ids(["Hi é"]) == [[73, 106, 33, 0xC3 + 1, 0xA9 + 1]]  # é is two UTF-8 bytes
     assert byte_names([73, 106, 33, 0xC4, BYTE_PAD]) == ["H", "i", " ", "0xc3", "[PAD]"]
-    assert max(max(ids) for ids in utf8_ids(["\xff\U0001F600"])) < BYTE_VOCAB
+    assert max(max(ids) for ids in utf8_ids(["\xff\U0001f600"])) < BYTE_VOCAB
 
 
 def test_byte_level_articles_are_cut_at_seq_len_bytes_and_split_as_the_tokens_are():

@@ -1,10 +1,20 @@
 """python -m suite.tools.op_profile: one training step's operators, per token, from a composed config."""
+
 import pytest
 
 from suite.tools.op_profile import main, profile_step
 
-TINY = ["task=long_range", "task.seq_len=32", "task.n_train=16", "task.n_val=8", "task.n_test=8", "model.d_model=16", "model.backbone.n_layers=1",
-        "model.backbone.n_heads=2", "model.backbone.d_ff=32"]
+TINY = [
+    "task=long_range",
+    "task.seq_len=32",
+    "task.n_train=16",
+    "task.n_val=8",
+    "task.n_test=8",
+    "model.d_model=16",
+    "model.backbone.n_layers=1",
+    "model.backbone.n_heads=2",
+    "model.backbone.d_ff=32",
+]
 
 
 def test_every_operator_of_the_step_is_timed_per_token_heaviest_first():

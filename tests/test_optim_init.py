@@ -1,4 +1,5 @@
 """Weight decay only on weight matrices; the Transformer's initialisations do what they say."""
+
 import math
 
 import pytest
@@ -21,15 +22,24 @@ def test_decay_reaches_matrices_only_and_every_parameter_once():
     m = model()
     decayed, rest = decay_groups(m)
     names = {id(p): n for n, p in m.named_parameters()}
-    assert {names[id(p)] for p in decayed["params"]} == {n for n, p in m.named_parameters() if n.endswith("weight") and p.ndim == 2 and "embed" not in n}
-    assert rest["weight_decay"] == 0.0 and "weight_decay" not in decayed  # the optimizer's own setting applies to the matrices
+    assert {names[id(p)] for p in decayed["params"]} == {
+        n for n, p in m.named_parameters() if n.endswith("weight") and p.ndim == 2 and "embed" not in n
+    }
+    assert (
+        rest["weight_decay"] == 0.0 and "weight_decay" not in decayed
+    )  # the optimizer's own setting applies to the matrices
     assert {"content.embed.weight", "pooler.cls", "backbone.norm.weight"} <= {names[id(p)] for p in rest["params"]}
     assert len(decayed["params"]) + len(rest["params"]) == len(list(m.parameters()))
 
 
 def test_the_trainer_leaves_biases_and_norms_undecayed():
     m = model()
-    trainer = Trainer(name="t", optimizer=lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.1), scheduler=lambda o, total_steps: None, decay="matrices")
+    trainer = Trainer(
+        name="t",
+        optimizer=lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.1),
+        scheduler=lambda o, total_steps: None,
+        decay="matrices",
+    )
     optimizer = trainer.make_optimizer(params=trainer.parameter_groups(m))
     assert [g["weight_decay"] for g in optimizer.param_groups] == [0.1, 0.0]
     with pytest.raises(ValueError, match="trainer.decay"):
@@ -44,7 +54,9 @@ def test_gpt2_initialisation_scales_the_residual_projections():
 
 
 def test_the_default_initialisation_is_torchs_own():
-    assert torch.equal(model().backbone.layers[0].ff.linear1.weight, model("model/init=torch").backbone.layers[0].ff.linear1.weight)
+    assert torch.equal(
+        model().backbone.layers[0].ff.linear1.weight, model("model/init=torch").backbone.layers[0].ff.linear1.weight
+    )
     xavier = model("model/init=xavier").backbone.layers[0].ff.linear1.weight
     bound = math.sqrt(6 / sum(xavier.shape))
     assert xavier.abs().max() <= bound and xavier.abs().max() > 0.9 * bound
@@ -61,5 +73,9 @@ def test_xavier_draws_the_cross_attention_projections_as_torch_draws_its_fused_i
     cross = decoder.layers[0].cross_attn
     bound = math.sqrt(6 / (d + 3 * d))  # xavier-uniform of one (3D, D) matrix, as torch.nn.Transformer's in_proj_weight
     for linear in (cross.q_proj, cross.kv_proj):
-        assert linear.weight.abs().max() <= bound and linear.weight.abs().max() > 0.95 * bound and (linear.bias == 0).all()
-    assert decoder.layers[0].ff.linear1.weight.abs().max() > bound  # the others as they are: (128, 64) has the wider range
+        assert (
+            linear.weight.abs().max() <= bound and linear.weight.abs().max() > 0.95 * bound and (linear.bias == 0).all()
+        )
+    assert (
+        decoder.layers[0].ff.linear1.weight.abs().max() > bound
+    )  # the others as they are: (128, 64) has the wider range

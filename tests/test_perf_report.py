@@ -23,41 +23,88 @@ def test_time_calls_times_each_callable():
 
 
 def test_perf_prints_ratios(capsys):
-    perf_main(["--batch", "2", "--length", "16", "--d-model", "32", "--layers", "1", "--heads", "2", "--d-ff", "64", "--repeats", "2", "--warmup", "1"])
+    perf_main(
+        [
+            "--batch",
+            "2",
+            "--length",
+            "16",
+            "--d-model",
+            "32",
+            "--layers",
+            "1",
+            "--heads",
+            "2",
+            "--d-ff",
+            "64",
+            "--repeats",
+            "2",
+            "--warmup",
+            "1",
+        ]
+    )
     out = capsys.readouterr().out
     assert "training step" in out and "inference" in out and "ratio ours/torch" in out
 
 
 def test_report_aggregates_seeds_and_failures(tmp_path, capsys):
     def rec(seed, acc, status="ok"):
-        r = ResultRecord(status=status, task="sentiment", dataset="sst2", model="lstm", seed=seed, seq_len=64, params=10,
-                         metrics={"accuracy": acc, "val_accuracy": 0.9} if status == "ok" else {},
-                         speed={"train_tokens_per_s": 100.0, "infer_tokens_per_s": 300.0} if status == "ok" else {},
-                         error=None if status == "ok" else "boom")
+        r = ResultRecord(
+            status=status,
+            task="sentiment",
+            dataset="sst2",
+            model="lstm",
+            seed=seed,
+            seq_len=64,
+            params=10,
+            metrics={"accuracy": acc, "val_accuracy": 0.9} if status == "ok" else {},
+            speed={"train_tokens_per_s": 100.0, "infer_tokens_per_s": 300.0} if status == "ok" else {},
+            error=None if status == "ok" else "boom",
+        )
         r.write(tmp_path / f"run{seed}")
 
     rec(0, 0.80), rec(1, 0.82), rec(2, 0.0, status="failed")
     assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
     table = (tmp_path / "results" / "t" / "results.md").read_text()
     assert "2/3 ok" in table and "| 0.810 ± 0.014 |" in table and "failed: boom" in table
-    assert table.startswith("## Results at a glance") and "| accuracy |" in table  # the headline, then the detail table with a column per metric
-    assert (tmp_path / "results" / "t" / "index.html").exists() and (tmp_path / "results" / "t" / "domains.png").exists()
+    assert (
+        table.startswith("## Results at a glance") and "| accuracy |" in table
+    )  # the headline, then the detail table with a column per metric
+    assert (tmp_path / "results" / "t" / "index.html").exists() and (
+        tmp_path / "results" / "t" / "domains.png"
+    ).exists()
     assert (tmp_path / "results" / "t" / "results.csv").read_text().startswith("task,")
 
 
 def test_report_shows_each_decoding_of_evaluated_weights_on_its_own_row(tmp_path):
     def rec(name, metrics, penalty):
         # The decoding's name comes from the record (what the task said it scored with), never from the task's config keys.
-        config = {"job": {"_target_": "suite.jobs.evaluate.evaluate_job", "checkpoint": "runs/lower/checkpoints/best.pt"}, "trainer": {"name": "quick"}}
-        ResultRecord(status="ok", task="summarization", dataset="aeslc", model="transformer", seed=0, seq_len=128, params=10, metrics=metrics,
-                     stop_reason="evaluated", scored_with=f"beam_search beam_size 4, length_penalty {penalty}", config=config).write(tmp_path / name)
+        config = {
+            "job": {"_target_": "suite.jobs.evaluate.evaluate_job", "checkpoint": "runs/lower/checkpoints/best.pt"},
+            "trainer": {"name": "quick"},
+        }
+        ResultRecord(
+            status="ok",
+            task="summarization",
+            dataset="aeslc",
+            model="transformer",
+            seed=0,
+            seq_len=128,
+            params=10,
+            metrics=metrics,
+            stop_reason="evaluated",
+            scored_with=f"beam_search beam_size 4, length_penalty {penalty}",
+            config=config,
+        ).write(tmp_path / name)
 
     rec("a", {"rouge2": 6.0, "val_rouge2": 5.0}, 0.6)
     rec("b", {"rouge2": 7.0, "val_rouge2": 6.0}, 1.5)
     rec("c", {"val_rouge2": 6.5}, 2.0)  # validation alone: no test figure, no row
     assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
     table = (tmp_path / "results" / "t" / "results.md").read_text()
-    assert "evaluated lower (beam_search beam_size 4, length_penalty 0.6) | 1/1 ok | 10 | 6.00 |" in table  # the weights' run and the decoding
+    assert (
+        "evaluated lower (beam_search beam_size 4, length_penalty 0.6) | 1/1 ok | 10 | 6.00 |" in table
+    )  # the weights' run and the decoding
     assert "evaluated lower (beam_search beam_size 4, length_penalty 1.5) | 1/1 ok | 10 | 7.00 |" in table
     assert "length_penalty 2.0" not in table
 
@@ -66,19 +113,41 @@ def test_speed_series_split_by_size_only_when_sizes_differ():
     from suite.report.plots import series_by_model
 
     def rec(model, width, length):
-        return ResultRecord(status="ok", task="long_range", dataset="recall", seed=0, model=model, seq_len=length, speed={"train_step_ms": float(length)},
-                            config={"model": {"d_model": width, "backbone": {"n_layers": 2}}})
+        return ResultRecord(
+            status="ok",
+            task="long_range",
+            dataset="recall",
+            seed=0,
+            model=model,
+            seq_len=length,
+            speed={"train_step_ms": float(length)},
+            config={"model": {"d_model": width, "backbone": {"n_layers": 2}}},
+        )
 
-    records = [rec("transformer", 128, 64), rec("transformer", 128, 256), rec("transformer", 256, 256), rec("lstm", 128, 64)]
+    records = [
+        rec("transformer", 128, 64),
+        rec("transformer", 128, 256),
+        rec("transformer", 256, 256),
+        rec("lstm", 128, 64),
+    ]
     series = series_by_model(records, lambda r: r.speed["train_step_ms"])
     assert set(series) == {"transformer d128x2", "transformer d256x2", "lstm"}
     assert dict(series["transformer d128x2"]) == {64: [64.0], 256: [256.0]}
     budgets = [rec("lstm", 128, 64), rec("lstm", 128, 64)]
-    budgets[0].config["trainer"], budgets[1].config["trainer"] = {"name": "quick", "time_budget_s": 45}, {"name": "quick", "max_steps": 150}
-    assert set(series_by_model(budgets, lambda r: 1.0)) == {"lstm (quick (45 s))", "lstm (quick (150 steps))"}  # never averaged together
+    budgets[0].config["trainer"], budgets[1].config["trainer"] = (
+        {"name": "quick", "time_budget_s": 45},
+        {"name": "quick", "max_steps": 150},
+    )
+    assert set(series_by_model(budgets, lambda r: 1.0)) == {
+        "lstm (quick (45 s))",
+        "lstm (quick (150 steps))",
+    }  # never averaged together
     kernels = [rec("transformer", 128, 64), rec("transformer", 128, 64)]
     kernels[0].attention, kernels[1].attention = "full", "explicit"
-    assert set(series_by_model(kernels, lambda r: 1.0)) == {"transformer full attention", "transformer explicit attention"}
+    assert set(series_by_model(kernels, lambda r: 1.0)) == {
+        "transformer full attention",
+        "transformer explicit attention",
+    }
 
 
 def test_summary_line_gives_the_figures_of_every_job_kind():
@@ -86,11 +155,22 @@ def test_summary_line_gives_the_figures_of_every_job_kind():
 
     base = dict(task="long_range", dataset="recall", model="lstm", seed=0, seq_len=64)
     trained = ResultRecord(status="ok", metrics={"accuracy": 0.5, "val_accuracy": 0.6}, **base)
-    timed = ResultRecord(status="ok", speed={"train_step_ms": 2.0, "train_tokens_per_s": 1000.0, "infer_tokens_per_s": 3000.0,
-                                             "peak_mem_train_bytes": 2.0 * 2**20, "mfu_train": 0.0123}, **base)
+    timed = ResultRecord(
+        status="ok",
+        speed={
+            "train_step_ms": 2.0,
+            "train_tokens_per_s": 1000.0,
+            "infer_tokens_per_s": 3000.0,
+            "peak_mem_train_bytes": 2.0 * 2**20,
+            "mfu_train": 0.0123,
+        },
+        **base,
+    )
     failed = ResultRecord(status="oom", error="OutOfMemoryError: x", **base)
     assert summary_line(trained) == "accuracy=0.5"
-    assert summary_line(ResultRecord(status="ok", metrics={"val_bleu": 30.0, "val_loss": 2.0}, **base)) == "val_bleu=30"  # job=evaluate on val alone
+    assert (
+        summary_line(ResultRecord(status="ok", metrics={"val_bleu": 30.0, "val_loss": 2.0}, **base)) == "val_bleu=30"
+    )  # job=evaluate on val alone
     assert summary_line(timed) == "L=64: train 1000 tok/s, infer 3000 tok/s, peak 2 MiB train, MFU 1.23%"
     assert summary_line(failed) == "OutOfMemoryError: x"
     timed.speed |= {"generate_tokens_per_s": 500.0, "generate_cache_speedup": 2.5}  # a translation model's point
@@ -106,18 +186,46 @@ def test_report_builds_its_files_from_a_multirun_made_here(tmp_path):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    tiny = ["task=long_range", "task.n_train=32", "task.n_val=16", "task.n_test=16", "trainer=smoke", "logger=none", "model.d_model=32"]
-    for args in (["model=transformer,lstm", "task.seq_len=16,32"], ["job=speed", "model=transformer", "task.seq_len=16", "job.min_time_s=0", "job.repeats=1", "job.warmup=1", "job.measure_peak=false", "job.precision=fp32"]):
+    tiny = [
+        "task=long_range",
+        "task.n_train=32",
+        "task.n_val=16",
+        "task.n_test=16",
+        "trainer=smoke",
+        "logger=none",
+        "model.d_model=32",
+    ]
+    for args in (
+        ["model=transformer,lstm", "task.seq_len=16,32"],
+        [
+            "job=speed",
+            "model=transformer",
+            "task.seq_len=16",
+            "job.min_time_s=0",
+            "job.repeats=1",
+            "job.warmup=1",
+            "job.measure_peak=false",
+            "job.precision=fp32",
+        ],
+    ):
         sweep_dir = tmp_path / "runs" / args[0].split("=")[0]
-        out = subprocess.run([sys.executable, "-m", "suite.run", "-m", f"hydra.sweep.dir={sweep_dir}", *tiny, *args],
-                             cwd=root, env={**os.environ, "HYDRA_FULL_ERROR": "1"}, capture_output=True, text=True, timeout=600)
+        out = subprocess.run(
+            [sys.executable, "-m", "suite.run", "-m", f"hydra.sweep.dir={sweep_dir}", *tiny, *args],
+            cwd=root,
+            env={**os.environ, "HYDRA_FULL_ERROR": "1"},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert out.returncode == 0, out.stderr[-3000:]
     assert report_main([str(tmp_path / "runs"), "--name", "sweep", "--out", str(tmp_path / "results")]) == 0
     out_dir = tmp_path / "results" / "sweep"
     table = (out_dir / "results.md").read_text()
     headline = [line for line in table.split("## long_range")[0].splitlines() if line.startswith("| long_range")]
     rows = [line for line in table.split("## long_range")[1].splitlines() if line.startswith("| long_range")]
-    assert len(headline) == 2 and len(rows) == 4 and all("1/1 ok" in row for row in rows)  # transformer and lstm at 16 and 32
+    assert (
+        len(headline) == 2 and len(rows) == 4 and all("1/1 ok" in row for row in rows)
+    )  # transformer and lstm at 16 and 32
     assert "| transformer | d32x2 | full | fp32 | 16 | 8 | ok |" in (out_dir / "speed.md").read_text()
     figures = {"accuracy_vs_length.png", "speed_vs_length.png", "memory_vs_length.png"}
     assert figures <= {p.name for p in out_dir.iterdir()}
@@ -135,10 +243,23 @@ def test_cpu_runs_name_the_cpu_model(tmp_path):
 
 def test_runs_that_differ_in_a_setting_are_never_pooled(tmp_path):
     def rec(name, seed, lowercase, rouge2):
-        config = {"seed": seed, "logger": {"mode": "offline"}, "trainer": {"name": "quick", "progress": seed == 0},
-                  "task": {"name": "summarization", "lowercase": lowercase, "search": {"beam_size": 4}}}
-        ResultRecord(status="ok", task="summarization", dataset="aeslc", model="transformer", seed=seed, seq_len=128, params=10,
-                     metrics={"rouge2": rouge2}, config=config).write(tmp_path / name)
+        config = {
+            "seed": seed,
+            "logger": {"mode": "offline"},
+            "trainer": {"name": "quick", "progress": seed == 0},
+            "task": {"name": "summarization", "lowercase": lowercase, "search": {"beam_size": 4}},
+        }
+        ResultRecord(
+            status="ok",
+            task="summarization",
+            dataset="aeslc",
+            model="transformer",
+            seed=seed,
+            seq_len=128,
+            params=10,
+            metrics={"rouge2": rouge2},
+            config=config,
+        ).write(tmp_path / name)
 
     rec("a", 0, True, 7.0)
     rec("b", 1, True, 8.0)  # another seed of the same settings: pooled
@@ -157,18 +278,38 @@ def test_variant_labels_name_only_what_differs():
     c = {"seed": 2, "trainer": {"lr": 0.001}, "task": {"k": "x"}}
     assert variant_labels([a, b]) == ["trainer.lr=0.001", "trainer.lr=0.002"]
     assert variant_labels([a, c]) == ["task.k=null", "task.k=x"]
-    assert variant_labels([a, b, c]) == ["task.k=null, trainer.lr=0.001", "task.k=unset, trainer.lr=0.002", "task.k=x, trainer.lr=0.001"]
+    assert variant_labels([a, b, c]) == [
+        "task.k=null, trainer.lr=0.001",
+        "task.k=unset, trainer.lr=0.002",
+        "task.k=x, trainer.lr=0.001",
+    ]
     assert variant_labels([a, {**a, "seed": 5}]) == ["", ""]
 
 
 def test_headline_sets_models_side_by_side_marks_the_best_and_flags_cut_runs(tmp_path):
     # What a model is (attention first, then recurrent) comes from its config, not its name.
-    built = {"transformer": {"attention": {"_target_": "x"}, "backbone": {"_target_": "y"}}, "lstm": {"backbone": {"_target_": "z"}}}
+    built = {
+        "transformer": {"attention": {"_target_": "x"}, "backbone": {"_target_": "y"}},
+        "lstm": {"backbone": {"_target_": "z"}},
+    }
 
     def rec(name, model, acc, tok_s, cut=False):
-        ResultRecord(status="ok", task="sentiment", dataset="sst2", model=model, seed=0, seq_len=64, params=10, metrics={"accuracy": acc, "macro_f1": acc - 0.01},
-                     speed={"train_tokens_per_s": tok_s, "infer_tokens_per_s": 3 * tok_s}, steps=50 if cut else 100, planned_steps=100, stop_reason="time_budget" if cut else "max_steps",
-                     precision="bf16", config={"trainer": {"name": "quick", "max_steps": 100}, "model": built[model]}).write(tmp_path / name)
+        ResultRecord(
+            status="ok",
+            task="sentiment",
+            dataset="sst2",
+            model=model,
+            seed=0,
+            seq_len=64,
+            params=10,
+            metrics={"accuracy": acc, "macro_f1": acc - 0.01},
+            speed={"train_tokens_per_s": tok_s, "infer_tokens_per_s": 3 * tok_s},
+            steps=50 if cut else 100,
+            planned_steps=100,
+            stop_reason="time_budget" if cut else "max_steps",
+            precision="bf16",
+            config={"trainer": {"name": "quick", "max_steps": 100}, "model": built[model]},
+        ).write(tmp_path / name)
 
     rec("t", "transformer", 0.804, 25_000.0)
     rec("l", "lstm", 0.834, 175_200.0, cut=True)
@@ -177,9 +318,14 @@ def test_headline_sets_models_side_by_side_marks_the_best_and_flags_cut_runs(tmp
     table = (out_dir / "results.md").read_text()
     head = table.split("## sentiment")[0]
     assert "| task | dataset | length | trainer | metric | transformer | lstm | speed (train tok/s) |" in head
-    assert "| sentiment | sst2 | 64 | quick (100 steps) | accuracy | 0.804 | **0.834** † | 0.14x transformer/lstm |" in head
+    assert (
+        "| sentiment | sst2 | 64 | quick (100 steps) | accuracy | 0.804 | **0.834** † | 0.14x transformer/lstm |"
+        in head
+    )
     detail = table.split("## sentiment")[1]
-    assert "| accuracy | macro_f1 |" in detail and "| 0.834 † | 0.824 † | 175k | 526k | 50 |" in detail  # a column per metric, numbers for people
+    assert (
+        "| accuracy | macro_f1 |" in detail and "| 0.834 † | 0.824 † | 175k | 526k | 50 |" in detail
+    )  # a column per metric, numbers for people
     assert "cut short by its time cap" in table
     assert "<b>0.834</b>" in (out_dir / "index.html").read_text()
     csv_text = (out_dir / "results.csv").read_text()
@@ -198,8 +344,15 @@ def test_compare_pairs_two_benchmark_runs_and_judges_metrics_not_speed(tmp_path,
     from suite.report.compare import main as compare_main
 
     def rec(root, name, acc, tok_s):
-        ResultRecord(status="ok", task="sentiment", dataset="sst2", model="lstm", seed=0, metrics={"accuracy": acc, "val_accuracy": 0.5},
-                     speed={"train_tokens_per_s": tok_s, "infer_tokens_per_s": 2 * tok_s}).write(tmp_path / root / name)
+        ResultRecord(
+            status="ok",
+            task="sentiment",
+            dataset="sst2",
+            model="lstm",
+            seed=0,
+            metrics={"accuracy": acc, "val_accuracy": 0.5},
+            speed={"train_tokens_per_s": tok_s, "infer_tokens_per_s": 2 * tok_s},
+        ).write(tmp_path / root / name)
 
     rec("a", "x", 0.8, 100.0), rec("b", "x", 0.8, 150.0)
     assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
@@ -208,9 +361,14 @@ def test_compare_pairs_two_benchmark_runs_and_judges_metrics_not_speed(tmp_path,
     assert "training throughput B/A: 1.50x to 1.50x; beyond 25 %: x 1.50x" in out
     speed = {"train_tokens_per_s": 10.0, "others_cpu_share": 0.0}
     ResultRecord(status="ok", task="t", dataset="d", model="gru", seed=0, speed=speed).write(tmp_path / "a" / "z")
-    ResultRecord(status="ok", task="t", dataset="d", model="gru", seed=0, speed=speed | {"others_cpu_share": 0.5}).write(tmp_path / "b" / "z")
+    ResultRecord(
+        status="ok", task="t", dataset="d", model="gru", seed=0, speed=speed | {"others_cpu_share": 0.5}
+    ).write(tmp_path / "b" / "z")
     assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
-    assert "z: ok/ok, metrics same; throughput B/A: train 1.00x; others' CPU share A 0.00 / B 0.50" in capsys.readouterr().out
+    assert (
+        "z: ok/ok, metrics same; throughput B/A: train 1.00x; others' CPU share A 0.00 / B 0.50"
+        in capsys.readouterr().out
+    )
     rec("a", "y", 0.8, 100.0), rec("b", "y", 0.7, 100.0)
     assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 1
     assert "y: ok/ok, metrics DIFFERENT" in capsys.readouterr().out
@@ -221,10 +379,19 @@ def test_time_calls_keeps_timing_until_the_rounds_span_the_minimum():
 
     import torch
 
-    out = time_calls({"a": lambda: clock.sleep(0.002)}, device=torch.device("cpu"), warmup=0, repeats=2, min_seconds=0.1)
+    out = time_calls(
+        {"a": lambda: clock.sleep(0.002)}, device=torch.device("cpu"), warmup=0, repeats=2, min_seconds=0.1
+    )
     assert len(out["a"].samples) >= 20  # 2 ms calls: about 50 rounds to span 0.1 s, never just the 2 asked for
     assert out["a"].others_cpu_share is not None  # the rounds carry the load they ran under (Linux: /proc/stat)
-    capped = time_calls({"a": lambda: clock.sleep(0.002)}, device=torch.device("cpu"), warmup=0, repeats=2, min_seconds=10.0, max_repeats=5)
+    capped = time_calls(
+        {"a": lambda: clock.sleep(0.002)},
+        device=torch.device("cpu"),
+        warmup=0,
+        repeats=2,
+        min_seconds=10.0,
+        max_repeats=5,
+    )
     assert len(capped["a"].samples) == 5
 
 
@@ -234,16 +401,29 @@ def test_a_new_task_needs_no_name_in_the_report(tmp_path):
     from suite.report.plots import domain_bars, length_studies, primary
 
     def rec(task, length, model="m"):
-        return ResultRecord(status="ok", task=task, dataset="d", model=model, seed=0, seq_len=length, metrics={"a_score": 0.1, "z_score": 0.7 + length / 1000},
-                            primary_metric="z_score", config={"model": {"backbone": {"_target_": "x"}}})
+        return ResultRecord(
+            status="ok",
+            task=task,
+            dataset="d",
+            model=model,
+            seed=0,
+            seq_len=length,
+            metrics={"a_score": 0.1, "z_score": 0.7 + length / 1000},
+            primary_metric="z_score",
+            config={"model": {"backbone": {"_target_": "x"}}},
+        )
 
     swept, single = [rec("newtask", 16), rec("newtask", 32)], [rec("other", 16)]
-    assert primary(swept[0]) == ("z_score", 0.716) and primary(ResultRecord(status="ok", task="t", dataset="d", model="m", seed=0, metrics={"b": 1.0, "a": 2.0})) == ("a", 2.0)
+    assert primary(swept[0]) == ("z_score", 0.716) and primary(
+        ResultRecord(status="ok", task="t", dataset="d", model="m", seed=0, metrics={"b": 1.0, "a": 2.0})
+    ) == ("a", 2.0)
     assert length_studies(swept + single) == {("newtask", "d")}
     for i, r in enumerate(swept + single):
         r.write(tmp_path / "runs" / str(i))
     assert report_main([str(tmp_path / "runs"), "--name", "t", "--out", str(tmp_path / "results")]) == 0
-    assert (tmp_path / "results" / "t" / "accuracy_vs_length.png").exists() and (tmp_path / "results" / "t" / "domains.png").exists()
+    assert (tmp_path / "results" / "t" / "accuracy_vs_length.png").exists() and (
+        tmp_path / "results" / "t" / "domains.png"
+    ).exists()
     assert "| newtask | d | 16 |" in (tmp_path / "results" / "t" / "results.md").read_text()
     assert domain_bars(swept, tmp_path / "bars.png") is None  # a length study has its own figure
 
@@ -252,9 +432,24 @@ def test_speed_points_that_differ_in_a_hidden_setting_are_labelled_by_it():
     from suite.report.build import speed_rows
 
     def rec(features, length):
-        return ResultRecord(status="ok", task="long_range", dataset="recall", seed=0, model="transformer", seq_len=length, attention="performer",
-                            speed={"train_tokens_per_s": 1e4 / features, "batch_size": 4.0},
-                            config={"job": {"_target_": "suite.jobs.speed_job"}, "model": {"d_model": 128, "attention": {"n_features": features}}})
+        return ResultRecord(
+            status="ok",
+            task="long_range",
+            dataset="recall",
+            seed=0,
+            model="transformer",
+            seq_len=length,
+            attention="performer",
+            speed={"train_tokens_per_s": 1e4 / features, "batch_size": 4.0},
+            config={
+                "job": {"_target_": "suite.jobs.speed_job"},
+                "model": {"d_model": 128, "attention": {"n_features": features}},
+            },
+        )
 
     rows = speed_rows([rec(256, 1024), rec(64, 1024), rec(256, 4096)])
-    assert [(r["length"], r["variant"]) for r in rows] == [("1024", "model.attention.n_features=256"), ("1024", "model.attention.n_features=64"), ("4096", "")]
+    assert [(r["length"], r["variant"]) for r in rows] == [
+        ("1024", "model.attention.n_features=256"),
+        ("1024", "model.attention.n_features=64"),
+        ("4096", ""),
+    ]

@@ -1,4 +1,5 @@
 """Every CPU kind: the per-family precision policy, bf16 paths forced on whatever CPU runs the tests, the matmul peak, and the benchmark that re-checks the policy."""
+
 import pytest
 import torch
 
@@ -29,7 +30,9 @@ def model_of(name: str) -> torch.nn.Module:
     return prepare(cfg, CPU, instantiate(cfg.task)).model
 
 
-@pytest.mark.parametrize("name, family", [("transformer", "attention"), ("lstm", "recurrent"), ("gru", "recurrent"), ("rnn", "recurrent")])
+@pytest.mark.parametrize(
+    "name, family", [("transformer", "attention"), ("lstm", "recurrent"), ("gru", "recurrent"), ("rnn", "recurrent")]
+)
 def test_auto_picks_bf16_for_attention_and_fp32_for_recurrent_cells_on_amx(amx, name, family):
     model = model_of(name)
     assert numerics.family(model) == family
@@ -41,7 +44,9 @@ def test_auto_picks_bf16_for_attention_and_fp32_for_recurrent_cells_on_amx(amx, 
 def test_without_amx_auto_is_fp32_for_every_family_and_a_forced_precision_says_so(monkeypatch):
     monkeypatch.setattr(numerics, "fast_bf16", lambda device: False)
     for name in ("transformer", "lstm"):
-        assert numerics.choose("auto", CPU, model_of(name)) == numerics.Choice("fp32", numerics.choose("auto", CPU).reason)
+        assert numerics.choose("auto", CPU, model_of(name)) == numerics.Choice(
+            "fp32", numerics.choose("auto", CPU).reason
+        )
     assert numerics.choose("bf16", CPU, model_of("lstm")) == numerics.Choice("bf16", "set: precision=bf16")
     with pytest.raises(ValueError, match="precision must be one of"):
         numerics.choose("fp16", CPU)
@@ -61,7 +66,9 @@ def test_a_training_record_keeps_the_choice_and_its_reason(amx, name, tmp_path):
 def test_recurrent_models_train_and_score_in_bf16_on_any_cpu(name, task, tmp_path, request):
     # Translation runs the LSTM decoder unpacked, where oneDNN's bf16 LSTM fails to build on an AVX2-only CPU.
     extra = [*TINY_TASK[task], f"data_dir={request.getfixturevalue('subset_data')}"] if task in TINY_TASK else []
-    record = execute(shrink(compose_config(f"task={task}", f"model={name}", "trainer.precision=bf16", *extra)), tmp_path)
+    record = execute(
+        shrink(compose_config(f"task={task}", f"model={name}", "trainer.precision=bf16", *extra)), tmp_path
+    )
     assert record.status == "ok", record.error
     assert record.precision == "bf16" and record.precision_reason == "set: precision=bf16" and record.steps == 3
 
@@ -86,12 +93,28 @@ def test_the_matmul_peak_is_the_best_round_and_measured_once_per_process():
     peak = matmul_peak(CPU, 128, torch.float32, rounds=3, round_seconds=0.02, warmup_seconds=0.05)
     assert len(peak.rounds) == 3 and peak.flops == max(peak.rounds) > 0
     assert 0 <= peak.spread < 1 and peak.dtype == "float32" and peak.size == 128
-    assert matmul_peak(CPU, 128, torch.float32, rounds=3, round_seconds=0.02, warmup_seconds=0.05) is peak  # cached: every point divides by the same
+    assert (
+        matmul_peak(CPU, 128, torch.float32, rounds=3, round_seconds=0.02, warmup_seconds=0.05) is peak
+    )  # cached: every point divides by the same
 
 
 def test_precision_check_prints_both_precisions_side_by_side(capsys):
-    rows = precision_check(["--models", "transformer,lstm", "--length", "16", "--batch", "2", "--repeats", "2", "--min-seconds", "0", "--no-peak",
-                            "model.d_model=32"])
+    rows = precision_check(
+        [
+            "--models",
+            "transformer,lstm",
+            "--length",
+            "16",
+            "--batch",
+            "2",
+            "--repeats",
+            "2",
+            "--min-seconds",
+            "0",
+            "--no-peak",
+            "model.d_model=32",
+        ]
+    )
     out = capsys.readouterr().out
     assert [r.model for r in rows] == ["transformer", "lstm"] and [r.family for r in rows] == ["attention", "recurrent"]
     for r in rows:
@@ -100,9 +123,15 @@ def test_precision_check_prints_both_precisions_side_by_side(capsys):
 
 
 def test_a_contradicted_pick_is_one_beyond_the_noise():
-    row = lambda auto, ratio: Row("m", "attention", auto, {"fp32": 100.0, "bf16": 100.0 * ratio}, {"fp32": 1.0, "bf16": 1.0})  # noqa: E731
+    row = lambda auto, ratio: Row(
+        "m", "attention", auto, {"fp32": 100.0, "bf16": 100.0 * ratio}, {"fp32": 1.0, "bf16": 1.0}
+    )  # noqa: E731
     assert row("bf16", 0.5).contradicted() and row("fp32", 1.5).contradicted()
-    assert not row("bf16", 1.5).contradicted() and not row("fp32", 0.5).contradicted() and not row("fp32", 1.05).contradicted()
+    assert (
+        not row("bf16", 1.5).contradicted()
+        and not row("fp32", 0.5).contradicted()
+        and not row("fp32", 1.05).contradicted()
+    )
 
 
 @pytest.mark.parametrize("model", ["transformer", "lstm"])
@@ -120,9 +149,18 @@ def test_compare_never_calls_runs_of_another_precision_or_cpu_kind_the_same(tmp_
     from suite.runtime.record import ResultRecord
 
     def rec(root, name, precision, capability):
-        ResultRecord(status="ok", task="sentiment", dataset="sst2", model="transformer", seed=0, metrics={"accuracy": 0.8}, precision=precision,
-                     device="cpu:AMD EPYC x1 threads", numerics={"cpu_capability": capability, "cpu_bf16_unit": None},
-                     speed={"train_tokens_per_s": 100.0, "infer_tokens_per_s": 200.0}).write(tmp_path / root / name)
+        ResultRecord(
+            status="ok",
+            task="sentiment",
+            dataset="sst2",
+            model="transformer",
+            seed=0,
+            metrics={"accuracy": 0.8},
+            precision=precision,
+            device="cpu:AMD EPYC x1 threads",
+            numerics={"cpu_capability": capability, "cpu_bf16_unit": None},
+            speed={"train_tokens_per_s": 100.0, "infer_tokens_per_s": 200.0},
+        ).write(tmp_path / root / name)
 
     rec("a", "same", "fp32", "AVX2"), rec("b", "same", "fp32", "AVX2")
     rec("a", "precision", "fp32", "AVX2"), rec("b", "precision", "bf16", "AVX2")
@@ -130,6 +168,12 @@ def test_compare_never_calls_runs_of_another_precision_or_cpu_kind_the_same(tmp_
     assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 1
     out = capsys.readouterr().out
     assert "same: ok/ok, metrics same (accuracy 0.8); throughput B/A: train 1.00x" in out
-    assert "precision: ok/ok, metrics DIFFERENT (accuracy 0.8); throughput B/A (precision A fp32 / B bf16: not a reproduction)" in out
-    assert "cpu: ok/ok, metrics DIFFERENT (accuracy 0.8); throughput B/A (CPU A cpu:AMD EPYC (AVX512, bf16 unit None) / B cpu:AMD EPYC (AVX2, bf16 unit None)" in out
+    assert (
+        "precision: ok/ok, metrics DIFFERENT (accuracy 0.8); throughput B/A (precision A fp32 / B bf16: not a reproduction)"
+        in out
+    )
+    assert (
+        "cpu: ok/ok, metrics DIFFERENT (accuracy 0.8); throughput B/A (CPU A cpu:AMD EPYC (AVX512, bf16 unit None) / B cpu:AMD EPYC (AVX2, bf16 unit None)"
+        in out
+    )
     assert "1 of 3 runs give identical test metrics and status in the same precision on the same CPU kind" in out

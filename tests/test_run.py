@@ -1,4 +1,5 @@
 """End to end through the runner: every task and model writes a valid result.json."""
+
 import json
 import os
 import subprocess
@@ -32,8 +33,29 @@ DATASETS = [
     ("protein", "task/data=amp_scanner_v2", ("protein", "amp_scanner_v2")),
     ("dna", "task/data=uci_splice_junction", ("dna", "uci_splice_junction")),
 ]
-METRIC_RANGE = {"accuracy": (0.0, 1.0), "bleu": (0.0, 100.0), "rougeL": (0.0, 100.0), "neg_bits_per_byte": (-float("inf"), 0.0)}  # each task's primary metric
-REQUIRED = {"status", "task", "dataset", "model", "seq_len", "params", "seed", "metrics", "speed", "train_seconds", "steps", "device", "versions", "git_commit", "config"}
+METRIC_RANGE = {
+    "accuracy": (0.0, 1.0),
+    "bleu": (0.0, 100.0),
+    "rougeL": (0.0, 100.0),
+    "neg_bits_per_byte": (-float("inf"), 0.0),
+}  # each task's primary metric
+REQUIRED = {
+    "status",
+    "task",
+    "dataset",
+    "model",
+    "seq_len",
+    "params",
+    "seed",
+    "metrics",
+    "speed",
+    "train_seconds",
+    "steps",
+    "device",
+    "versions",
+    "git_commit",
+    "config",
+}
 
 
 def run_tiny(tmp_path: Path, *overrides: str):
@@ -67,7 +89,14 @@ def test_every_task_runs_end_to_end(task, model, tmp_path, request):
 
 @pytest.mark.parametrize("model", ["transformer", "lstm"])
 def test_copy_head_runs_end_to_end(model, tmp_path, subset_data):
-    record = run_tiny(tmp_path, "task=summarization", f"model={model}", "model/copy=pointer", *TINY_TASK["summarization"], f"data_dir={subset_data}")
+    record = run_tiny(
+        tmp_path,
+        "task=summarization",
+        f"model={model}",
+        "model/copy=pointer",
+        *TINY_TASK["summarization"],
+        f"data_dir={subset_data}",
+    )
     assert record.status == "ok", record.error
     assert record.config["model"]["copy"]["_target_"] == "suite.models.copy.PointerGenerator"
     assert record.model == f"{model}+copy"  # never pooled with the same model without copying
@@ -97,17 +126,41 @@ EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 
 
 JOB_LIMITS = {  # measurement jobs, cut to one call
-    "train_job": ["trainer.max_steps=1", "trainer.limit_train_batches=1", "trainer.limit_eval_batches=1", "trainer.eval_batch_size=16", "trainer.progress=false"],
+    "train_job": [
+        "trainer.max_steps=1",
+        "trainer.limit_train_batches=1",
+        "trainer.limit_eval_batches=1",
+        "trainer.eval_batch_size=16",
+        "trainer.progress=false",
+    ],
     "speed_job": ["job.min_time_s=0", "job.repeats=1", "job.warmup=1", "job.measure_peak=false", "task.seq_len=32"],
     "gradient_flow_job": ["job.n_models=1", "job.batch_size=4", "task.seq_len=32"],
-    "context_use_job": ["trainer.max_steps=1", "trainer.limit_train_batches=1", "trainer.limit_eval_batches=1", "trainer.eval_batch_size=16", "trainer.progress=false", "job.contexts=[4,8]", "job.n_targets=8"],
-    "generation_cost_job": ["job.lengths=[4,8]", "job.compare_tokens=4", "job.prompt_tokens=2", "job.repeats=1", "job.warmup=0", "job.min_time_s=0", "job.vocab_size=40"],
+    "context_use_job": [
+        "trainer.max_steps=1",
+        "trainer.limit_train_batches=1",
+        "trainer.limit_eval_batches=1",
+        "trainer.eval_batch_size=16",
+        "trainer.progress=false",
+        "job.contexts=[4,8]",
+        "job.n_targets=8",
+    ],
+    "generation_cost_job": [
+        "job.lengths=[4,8]",
+        "job.compare_tokens=4",
+        "job.prompt_tokens=2",
+        "job.repeats=1",
+        "job.warmup=0",
+        "job.min_time_s=0",
+        "job.vocab_size=40",
+    ],
     "compress_job": ["job.min_time_s=0", "job.repeats=1", "job.warmup=1", "job.bf16_reference=false"],
 }
 TRAINS = {"train_job", "context_use_job"}  # jobs that fit a model (context_use without a checkpoint trains first)
 
 
-EXPERIMENT_TINY = {"lra": ["task.seq_len=64", "task.n_train=64", "task.n_val=16", "task.n_test=16"]}  # its ListOps at 2K: 10,000 expressions take minutes to generate
+EXPERIMENT_TINY = {
+    "lra": ["task.seq_len=64", "task.n_train=64", "task.n_val=16", "task.n_test=16"]
+}  # its ListOps at 2K: 10,000 expressions take minutes to generate
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])  # forced: each CPU kind runs the other kind's path too
@@ -119,12 +172,25 @@ def test_every_experiment_runs_a_step(experiment, precision, tmp_path, request):
         need_data(*DATA_OF[task])
     tiny = [*TINY_TASK[task], f"data_dir={request.getfixturevalue('subset_data')}"] if task in TINY_TASK else []
     tiny += EXPERIMENT_TINY.get(experiment, [])
-    limits = [*JOB_LIMITS[job], f"trainer.precision={precision}"] + ([f"job.precision={precision}"] if "precision" in composed.job else [])
-    if job == "compress_job":  # it compresses trained weights: a tiny model of the experiment's task, trained for a step
-        teacher = execute(shrink(compose_config(f"experiment={experiment}", "job=train", "logger=none", *JOB_LIMITS["train_job"], *tiny, tiny=False)), tmp_path / "teacher")
+    limits = [*JOB_LIMITS[job], f"trainer.precision={precision}"] + (
+        [f"job.precision={precision}"] if "precision" in composed.job else []
+    )
+    if (
+        job == "compress_job"
+    ):  # it compresses trained weights: a tiny model of the experiment's task, trained for a step
+        teacher = execute(
+            shrink(
+                compose_config(
+                    f"experiment={experiment}", "job=train", "logger=none", *JOB_LIMITS["train_job"], *tiny, tiny=False
+                )
+            ),
+            tmp_path / "teacher",
+        )
         assert teacher.status == "ok", teacher.error
         limits = [*limits, f"job.checkpoint={tmp_path / 'teacher' / 'checkpoints' / 'best.pt'}"]
-    cfg = shrink(compose_config(f"experiment={experiment}", "logger=none", *limits, *tiny, tiny=False))  # its own trainer, cut short
+    cfg = shrink(
+        compose_config(f"experiment={experiment}", "logger=none", *limits, *tiny, tiny=False)
+    )  # its own trainer, cut short
     record = execute(cfg, tmp_path / "run")
     assert record.status == "ok", record.error
     assert record.steps == (1 if job in TRAINS else 0)
@@ -142,17 +208,23 @@ def test_recipe_applies_to_its_task_and_trainer_only(recipe, tmp_path, request):
     own = compose_config(f"task={task}", f"trainer={trainer}", tiny=False)
     other = compose_config(f"task={task}", "trainer=full" if trainer != "full" else "trainer=quick", tiny=False)
     assert own.trainer.time_budget_s != other.trainer.time_budget_s or own.trainer.max_steps != other.trainer.max_steps
-    assert compose_config(f"task={task}", f"trainer={trainer}", "trainer.max_steps=7", tiny=False).trainer.max_steps == 7  # the command line wins
+    assert (
+        compose_config(f"task={task}", f"trainer={trainer}", "trainer.max_steps=7", tiny=False).trainer.max_steps == 7
+    )  # the command line wins
     if task in DATA_OF:
         need_data(*DATA_OF[task])
     tiny = [*TINY_TASK[task], f"data_dir={request.getfixturevalue('subset_data')}"] if task in TINY_TASK else []
-    cfg = shrink(compose_config(f"task={task}", f"trainer={trainer}", "logger=none", *JOB_LIMITS["train_job"], *tiny, tiny=False))
+    cfg = shrink(
+        compose_config(f"task={task}", f"trainer={trainer}", "logger=none", *JOB_LIMITS["train_job"], *tiny, tiny=False)
+    )
     record = execute(cfg, tmp_path)
     assert record.status == "ok", record.error
 
 
 def test_lead_baseline_is_evaluated_without_training(tmp_path, subset_data):
-    record = run_tiny(tmp_path, "task=summarization", "model=lead", *TINY_TASK["summarization"], f"data_dir={subset_data}")
+    record = run_tiny(
+        tmp_path, "task=summarization", "model=lead", *TINY_TASK["summarization"], f"data_dir={subset_data}"
+    )
     assert record.status == "ok", record.error
     data = json.loads((tmp_path / RESULT_FILE).read_text())
     assert data["params"] == 0 and data["steps"] == 0 and data["stop_reason"] == "no_parameters"
@@ -161,9 +233,20 @@ def test_lead_baseline_is_evaluated_without_training(tmp_path, subset_data):
 
 
 def test_same_seed_same_metrics(tmp_path):
-    a = run_tiny(tmp_path / "a", "task=long_range", "model=transformer", "trainer.max_steps=5", "trainer.limit_train_batches=5")
-    b = run_tiny(tmp_path / "b", "task=long_range", "model=transformer", "trainer.max_steps=5", "trainer.limit_train_batches=5")
-    c = run_tiny(tmp_path / "c", "task=long_range", "model=transformer", "trainer.max_steps=5", "trainer.limit_train_batches=5", "seed=1")
+    a = run_tiny(
+        tmp_path / "a", "task=long_range", "model=transformer", "trainer.max_steps=5", "trainer.limit_train_batches=5"
+    )
+    b = run_tiny(
+        tmp_path / "b", "task=long_range", "model=transformer", "trainer.max_steps=5", "trainer.limit_train_batches=5"
+    )
+    c = run_tiny(
+        tmp_path / "c",
+        "task=long_range",
+        "model=transformer",
+        "trainer.max_steps=5",
+        "trainer.limit_train_batches=5",
+        "seed=1",
+    )
     assert a.metrics == b.metrics
     assert a.metrics != c.metrics
 
@@ -196,7 +279,9 @@ def test_malformed_line_names_file_and_line(tmp_path):
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0"}
-    return subprocess.run([sys.executable, "-m", "suite.run", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "suite.run", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_unknown_choice_lists_the_options():
@@ -209,7 +294,16 @@ def test_unknown_choice_lists_the_options():
 
 def test_multirun_records_a_failure_and_goes_on(tmp_path):
     # The transformer's 4 heads cannot split d_model=30: that job fails, the LSTM job still runs.
-    out = cli("-m", f"hydra.sweep.dir={tmp_path}", "task=long_range", "model=transformer,lstm", "trainer=smoke", "logger=none", "model.d_model=30", "task.seq_len=16")
+    out = cli(
+        "-m",
+        f"hydra.sweep.dir={tmp_path}",
+        "task=long_range",
+        "model=transformer,lstm",
+        "trainer=smoke",
+        "logger=none",
+        "model.d_model=30",
+        "task.seq_len=16",
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     records = {r.model: r for r in (read_result(p) for p in tmp_path.rglob(RESULT_FILE))}
     assert records["transformer"].status == "failed" and "divisible" in records["transformer"].error
@@ -218,13 +312,25 @@ def test_multirun_records_a_failure_and_goes_on(tmp_path):
 
 
 def test_single_run_failure_exits_nonzero(tmp_path):
-    out = cli(f"hydra.run.dir={tmp_path}", "task=sentiment", f"data_dir={tmp_path / 'nowhere'}", "trainer=smoke", "logger=none")
+    out = cli(
+        f"hydra.run.dir={tmp_path}",
+        "task=sentiment",
+        f"data_dir={tmp_path / 'nowhere'}",
+        "trainer=smoke",
+        "logger=none",
+    )
     assert out.returncode == 1
     assert "make data" in out.stdout and read_result(tmp_path / RESULT_FILE).status == "failed"
 
 
 def test_evaluate_job_rescores_a_checkpoint_as_the_training_run_did(tmp_path, subset_data):
-    common = ["task=summarization", "model=transformer", *TINY_TASK["summarization"], f"data_dir={subset_data}", "trainer.max_steps=3"]
+    common = [
+        "task=summarization",
+        "model=transformer",
+        *TINY_TASK["summarization"],
+        f"data_dir={subset_data}",
+        "trainer.max_steps=3",
+    ]
     trained = run_tiny(tmp_path / "train", *common)
     assert trained.status == "ok", trained.error
     checkpoint = tmp_path / "train" / "checkpoints" / "best.pt"
@@ -237,22 +343,57 @@ def test_evaluate_job_rescores_a_checkpoint_as_the_training_run_did(tmp_path, su
     # Both runs leave the test set's texts beside the record, the same texts.
     assert trained.artifacts == again.artifacts == ["outputs_test.jsonl"]
     rows = [json.loads(line) for line in (tmp_path / "train" / "outputs_test.jsonl").read_text().splitlines()]
-    assert 0 < len(rows) <= trained.split_sizes["test"] and set(rows[0]) == {"source", "reference", "output"}  # smoke decodes a few batches
-    assert (tmp_path / "eval" / "outputs_test.jsonl").read_text() == (tmp_path / "train" / "outputs_test.jsonl").read_text()
+    assert 0 < len(rows) <= trained.split_sizes["test"] and set(rows[0]) == {
+        "source",
+        "reference",
+        "output",
+    }  # smoke decodes a few batches
+    assert (tmp_path / "eval" / "outputs_test.jsonl").read_text() == (
+        tmp_path / "train" / "outputs_test.jsonl"
+    ).read_text()
     # Validation alone, decoded with task.search (here beam 1, which is greedy: the training run's
     # validation decoding), and no test figure computed: settings are chosen without looking at test.
-    val_only = run_tiny(tmp_path / "val", *common, "job=evaluate", f"job.checkpoint={checkpoint}", "job.splits=[val]", "task.search.beam_size=1")
+    val_only = run_tiny(
+        tmp_path / "val",
+        *common,
+        "job=evaluate",
+        f"job.checkpoint={checkpoint}",
+        "job.splits=[val]",
+        "task.search.beam_size=1",
+    )
     assert val_only.status == "ok", val_only.error
     assert val_only.metrics == pytest.approx({k: v for k, v in trained.metrics.items() if k.startswith("val_")})
 
 
 def test_evaluate_job_names_a_missing_or_mismatched_checkpoint(tmp_path, subset_data):
-    common = ["task=summarization", "model=transformer", *TINY_TASK["summarization"], f"data_dir={subset_data}", "job=evaluate"]
+    common = [
+        "task=summarization",
+        "model=transformer",
+        *TINY_TASK["summarization"],
+        f"data_dir={subset_data}",
+        "job=evaluate",
+    ]
     missing = run_tiny(tmp_path / "a", *common, f"job.checkpoint={tmp_path / 'none.pt'}")
-    assert missing.status == "failed" and str(tmp_path / "none.pt") in missing.error and "checkpoints/best.pt" in missing.error
-    trained = run_tiny(tmp_path / "b", "task=summarization", "model=transformer", *TINY_TASK["summarization"], f"data_dir={subset_data}", "trainer.max_steps=1")
+    assert (
+        missing.status == "failed"
+        and str(tmp_path / "none.pt") in missing.error
+        and "checkpoints/best.pt" in missing.error
+    )
+    trained = run_tiny(
+        tmp_path / "b",
+        "task=summarization",
+        "model=transformer",
+        *TINY_TASK["summarization"],
+        f"data_dir={subset_data}",
+        "trainer.max_steps=1",
+    )
     assert trained.status == "ok", trained.error
-    wrong = run_tiny(tmp_path / "c", *common, f"job.checkpoint={tmp_path / 'b' / 'checkpoints' / 'best.pt'}", "model.decoder.n_layers=2")
+    wrong = run_tiny(
+        tmp_path / "c",
+        *common,
+        f"job.checkpoint={tmp_path / 'b' / 'checkpoints' / 'best.pt'}",
+        "model.decoder.n_layers=2",
+    )
     assert wrong.status == "failed" and "does not fit this model" in wrong.error
 
 
@@ -265,5 +406,9 @@ def test_evaluate_job_decodes_validation_with_the_search_it_scores():
     task = evaluation_task(compose_config("task=summarization", "task.search.length_penalty=1.7").task)
     assert isinstance(task.val_search, partial) and task.val_search.func is beam_search
     assert task.val_search.keywords["length_penalty"] == 1.7
-    assert task.evaluation_setting() == "beam_search beam_size 4, length_penalty 1.7, no_repeat_ngram 0, min_len 0"  # the record's scored_with
-    assert evaluation_task(compose_config("task=sentiment").task).name == "sentiment"  # a task that does not decode is unchanged
+    assert (
+        task.evaluation_setting() == "beam_search beam_size 4, length_penalty 1.7, no_repeat_ngram 0, min_len 0"
+    )  # the record's scored_with
+    assert (
+        evaluation_task(compose_config("task=sentiment").task).name == "sentiment"
+    )  # a task that does not decode is unchanged

@@ -1,4 +1,5 @@
 """Sentiment data: the GLUE protocol for SST-2, MR's encoding, and seeded stratified splits."""
+
 from collections import Counter
 
 import pytest
@@ -47,7 +48,9 @@ def test_a_byte_that_is_not_utf8_names_file_and_line(tmp_path):
     from tasks.sentiment import read_sst2
 
     path = tmp_path / "train.tsv"
-    path.write_bytes(b"sentence\tlabel\ngood film \t1\nna\xefve \xff film \t0\nfine \t1\n")  # 0xef starts a 3-byte sequence 0xff cannot continue
+    path.write_bytes(
+        b"sentence\tlabel\ngood film \t1\nna\xefve \xff film \t0\nfine \t1\n"
+    )  # 0xef starts a 3-byte sequence 0xff cannot continue
     with pytest.raises(DataError, match=rf"^{path}:3: byte 0xef at column 3 is not UTF-8"):
         read_sst2(path)
 
@@ -59,6 +62,8 @@ def test_a_label_that_is_not_an_integer_names_file_and_line(tmp_path):
     from tasks.sentiment import read_sst2
 
     path = tmp_path / "train.tsv"
-    path.write_text("sentence\tlabel\n" + "".join(f"film {i} \t{i % 2}\n" for i in range(12_000)) + "a fine film \tpositive\n")
+    path.write_text(
+        "sentence\tlabel\n" + "".join(f"film {i} \t{i % 2}\n" for i in range(12_000)) + "a fine film \tpositive\n"
+    )
     with pytest.raises(DataError, match=rf"^{path}:12002: label 'positive' is not one of \['0', '1'\]"):
         read_sst2(path)

@@ -1,4 +1,5 @@
 """The generic sequence loader: datasets as configs, errors that name file and record, k-mers, splits."""
+
 import shutil
 from collections import Counter
 
@@ -15,15 +16,24 @@ from tests.conftest import compose_config, need_data, shrink
 def fasta_source(**changes) -> SequenceSource:
     """A made-up protein dataset given only as config: labels from the header, splits from the files."""
     cfg = dict(
-        name="toy", path=["toy"], format="fasta",
+        name="toy",
+        path=["toy"],
+        format="fasta",
         files={"train": ["train.fa"], "val": ["val.fa"], "test": ["test.fa"]},
         label={"field": "header", "pattern": r"class=(\w+)"},
-        classes=["neg", "pos"], alphabet="ACDEFGHIKLMNPQRSTVWY", ambiguous="X",
+        classes=["neg", "pos"],
+        alphabet="ACDEFGHIKLMNPQRSTVWY",
+        ambiguous="X",
     )
     return SequenceSource.from_config(cfg | changes)
 
 
-def write_toy(root, train: str, val: str = ">v1 class=pos\nACDE\n>v2 class=neg\nKKLL\n", test: str = ">t1 class=neg\nMMNP\n>t2 class=pos\nGGHA\n"):
+def write_toy(
+    root,
+    train: str,
+    val: str = ">v1 class=pos\nACDE\n>v2 class=neg\nKKLL\n",
+    test: str = ">t1 class=neg\nMMNP\n>t2 class=pos\nGGHA\n",
+):
     folder = root / "toy"
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in {"train.fa": train, "val.fa": val, "test.fa": test}.items():
@@ -82,10 +92,18 @@ def test_csv_errors_name_file_and_line(tmp_path):
     folder = tmp_path / "toy"
     folder.mkdir()
     (folder / "seqs.csv").write_text("label,sequence\nA, ACGT\nB, ACGT\nA, ACQT\n")
-    source = SequenceSource.from_config(dict(
-        name="toy", path=["toy"], format="csv", files={"all": ["seqs.csv"]}, label={"field": "column", "column": "label"},
-        classes=["A", "B"], alphabet="ACGT", split={"train": 0.5, "val": 0.25, "test": 0.25},
-    ))
+    source = SequenceSource.from_config(
+        dict(
+            name="toy",
+            path=["toy"],
+            format="csv",
+            files={"all": ["seqs.csv"]},
+            label={"field": "column", "column": "label"},
+            classes=["A", "B"],
+            alphabet="ACGT",
+            split={"train": 0.5, "val": 0.25, "test": 0.25},
+        )
+    )
     with pytest.raises(DataError, match=rf"{folder / 'seqs.csv'}:4: unknown residue 'Q' at position 3"):
         load(source, str(tmp_path), 1, 1, 64, 0)
 
@@ -95,10 +113,17 @@ def test_tsv_with_labels_from_file_names(tmp_path):
     folder.mkdir()
     (folder / "pos.tsv").write_text("id\tsequence\n1\tACGT\n2\tAACC\n")
     (folder / "neg.tsv").write_text("id\tsequence\n3\tTTGG\n")
-    source = SequenceSource.from_config(dict(
-        name="toy", path=["toy"], format="tsv", files={"train": ["*.tsv"], "val": ["pos.tsv"], "test": ["neg.tsv"]},
-        label={"field": "file_name", "pattern": r"^(\w+)\.tsv$"}, classes=["neg", "pos"], alphabet="ACGT",
-    ))
+    source = SequenceSource.from_config(
+        dict(
+            name="toy",
+            path=["toy"],
+            format="tsv",
+            files={"train": ["*.tsv"], "val": ["pos.tsv"], "test": ["neg.tsv"]},
+            label={"field": "file_name", "pattern": r"^(\w+)\.tsv$"},
+            classes=["neg", "pos"],
+            alphabet="ACGT",
+        )
+    )
     data = load(source, str(tmp_path), 1, 1, 64, 0)
     assert [y for _, y in data.splits["train"]] == [0, 1, 1]  # neg.tsv sorts before pos.tsv
 
@@ -126,7 +151,9 @@ def test_kmers_overlap_and_ambiguity_becomes_unk():
     assert len(vocab) == 2 + 64
     ids = vocab.encode("ACGTN", "here")
     assert ids == [vocab.ids["ACG"], vocab.ids["CGT"], UNK]
-    assert KmerVocab("ACGT", k=2, stride=2).encode("ACGTAC", "here") == [KmerVocab("ACGT", k=2).ids[m] for m in ("AC", "GT", "AC")]
+    assert KmerVocab("ACGT", k=2, stride=2).encode("ACGTAC", "here") == [
+        KmerVocab("ACGT", k=2).ids[m] for m in ("AC", "GT", "AC")
+    ]
     with pytest.raises(DataError, match="shorter than k=3"):
         vocab.encode("AC", "here")
 
@@ -173,7 +200,9 @@ def test_a_bad_record_fails_the_run_before_training_and_names_it(tmp_path):
     shutil.copytree(source, copy)
     with open(copy / "DECOY.te.fa", "a") as f:
         f.write(">UniRef50_BAD\nMKVLA*\n")
-    record = execute(shrink(compose_config("task=protein", "model=lstm", f"data_dir={tmp_path / 'data'}")), tmp_path / "run")
+    record = execute(
+        shrink(compose_config("task=protein", "model=lstm", f"data_dir={tmp_path / 'data'}")), tmp_path / "run"
+    )
     assert record.status == "failed" and record.steps is None
     assert f"{copy / 'DECOY.te.fa'}: record 713 ('UniRef50_BAD'): unknown residue '*' at position 6" in record.error
 

@@ -1,4 +1,5 @@
 """Summarization: AESLC and BBC reading and splitting, glued sentences, Lead-k, and ROUGE as rouge-score gives it."""
+
 from collections import Counter
 
 import pytest
@@ -41,7 +42,10 @@ def test_bbc_split_is_deduplicated_stratified_seeded_and_unglued():
 
 
 def test_unglue_restores_the_missing_spaces():
-    assert unglue("sales rose to $10.9bn.For the full-year, profit rose.") == "sales rose to $10.9bn. For the full-year, profit rose."
+    assert (
+        unglue("sales rose to $10.9bn.For the full-year, profit rose.")
+        == "sales rose to $10.9bn. For the full-year, profit rose."
+    )
     assert unglue("less users for AOL.For 2005, it plans.") == "less users for AOL. For 2005, it plans."
     assert unglue('it said "in recent months."I think so.') == 'it said "in recent months." I think so.'
     assert unglue('as expected."We reckon it is," he said.') == 'as expected. "We reckon it is," he said.'
@@ -60,7 +64,17 @@ def tiny_task(aeslc) -> Seq2SeqTask:
     """The summarization task over a slice of AESLC (fast: a small vocabulary on 300 emails)."""
     splits = {"train": aeslc["train"][:300], "val": aeslc["val"][:50], "test": aeslc["test"][:70]}
     tok = train_bpe([p.source for p in splits["train"]] + [p.target for p in splits["train"]], 500, reversible=True)
-    task = Seq2SeqTask("summarization", "aeslc", lambda: Seq2SeqData(splits, tok, tok), Rouge(), greedy, greedy, max_source_len=64, max_target_len=8, primary_metric="rougeL")
+    task = Seq2SeqTask(
+        "summarization",
+        "aeslc",
+        lambda: Seq2SeqData(splits, tok, tok),
+        Rouge(),
+        greedy,
+        greedy,
+        max_source_len=64,
+        max_target_len=8,
+        primary_metric="rougeL",
+    )
     task.setup()
     return task
 
@@ -97,7 +111,16 @@ def test_neural_model_is_scored_on_decoded_text(aeslc):
 def test_an_empty_source_is_a_data_error(aeslc):
     splits = {"train": aeslc["train"][:20], "val": [TextPair("", "subject")], "test": aeslc["test"][:5]}
     tok = train_bpe([p.source for p in splits["train"]], 300, reversible=True)
-    task = Seq2SeqTask("summarization", "aeslc", lambda: Seq2SeqData(splits, tok, tok), Rouge(), greedy, greedy, max_source_len=64, max_target_len=8)
+    task = Seq2SeqTask(
+        "summarization",
+        "aeslc",
+        lambda: Seq2SeqData(splits, tok, tok),
+        Rouge(),
+        greedy,
+        greedy,
+        max_source_len=64,
+        max_target_len=8,
+    )
     with pytest.raises(DataError, match="val: example 1 has an empty source"):
         task.setup()
 
@@ -110,4 +133,6 @@ def test_lowercase_vocabulary_and_rouge_ignores_case(aeslc):
     assert tok.decode(tok.encode("Meeting With ENRON").ids) == "meeting with enron"
     pairs = aeslc["test"][:50]
     hyps = [" ".join(split_sentences(p.source)[:1]) for p in pairs]
-    assert Rouge()([h.lower() for h in hyps], pairs) == Rouge()(hyps, pairs)  # the model writing lowercase loses no ROUGE
+    assert Rouge()([h.lower() for h in hyps], pairs) == Rouge()(
+        hyps, pairs
+    )  # the model writing lowercase loses no ROUGE

@@ -1,4 +1,5 @@
 """No sweep writes two jobs into one directory: every experiment's subdir names the attention variant, and the runner refuses a collision."""
+
 import json
 import subprocess
 import sys
@@ -37,7 +38,9 @@ def test_every_experiment_but_compression_sets_a_subdir_and_is_checked_here():
 
 @pytest.mark.parametrize("experiment", BY_ATTENTION)
 def test_two_attention_variants_get_two_directories(experiment):
-    full, local = (subdir(f"experiment={experiment}", "model=transformer", f"model/attention={a}") for a in ("full", "local"))
+    full, local = (
+        subdir(f"experiment={experiment}", "model=transformer", f"model/attention={a}") for a in ("full", "local")
+    )
     assert full != local and "local" in local
 
 
@@ -46,17 +49,41 @@ def test_a_recurrent_model_needs_no_attention_in_its_name():
 
 
 def test_compression_names_the_method():
-    assert subdir("experiment=compression", "compress=prune_50") != subdir("experiment=compression", "compress=prune_80")
+    assert subdir("experiment=compression", "compress=prune_50") != subdir(
+        "experiment=compression", "compress=prune_80"
+    )
 
 
 def test_a_sweep_over_attention_variants_leaves_one_record_each(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "suite.run", "-m", "experiment=speed_vs_length", "model=transformer", "model/attention=full,local,linear",
-                           "task.seq_len=16", "model.d_model=16", "job.min_time_s=0", "job.repeats=1", "job.warmup=1", "job.measure_peak=false",
-                           "logger=none", f"hydra.sweep.dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "suite.run",
+            "-m",
+            "experiment=speed_vs_length",
+            "model=transformer",
+            "model/attention=full,local,linear",
+            "task.seq_len=16",
+            "model.d_model=16",
+            "job.min_time_s=0",
+            "job.repeats=1",
+            "job.warmup=1",
+            "job.measure_peak=false",
+            "logger=none",
+            f"hydra.sweep.dir={tmp_path}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     records = {p.parent.name: read_result(p) for p in tmp_path.rglob(RESULT_FILE)}
     assert sorted(records) == ["transformer-L16-auto", "transformer-linear-L16-auto", "transformer-local-L16-auto"]
-    assert {r.attention for r in records.values()} == {"full", "local", "linear"} and all(r.status == "ok" for r in records.values())
+    assert {r.attention for r in records.values()} == {"full", "local", "linear"} and all(
+        r.status == "ok" for r in records.values()
+    )
 
 
 def test_the_runner_refuses_to_overwrite_another_configs_record_and_resumes_its_own(tmp_path):
@@ -68,5 +95,7 @@ def test_the_runner_refuses_to_overwrite_another_configs_record_and_resumes_its_
     with pytest.raises(SweepCollision, match=r"seed: 0 -> 1.*hydra.sweep.subdir"):
         execute(other, tmp_path, multirun=True)
     assert (tmp_path / RESULT_FILE).read_text() == before  # nothing lost
-    again = execute(first, tmp_path, multirun=True)  # the same config: skipped, as a resumed sweep skips what it finished
+    again = execute(
+        first, tmp_path, multirun=True
+    )  # the same config: skipped, as a resumed sweep skips what it finished
     assert json.loads((tmp_path / RESULT_FILE).read_text())["wall_seconds"] == again.wall_seconds == record.wall_seconds

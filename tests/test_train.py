@@ -1,4 +1,5 @@
 """The training loop: schedules, divergence, early stopping and the best checkpoint."""
+
 import math
 
 import pytest
@@ -44,7 +45,14 @@ def test_inverse_sqrt_reproduces_the_paper_formula():
 
 
 def trainer(**kw):
-    defaults = dict(name="t", optimizer=lambda params: torch.optim.AdamW(params, lr=1e-2), scheduler=lambda o, total_steps: torch.optim.lr_scheduler.LambdaLR(o, lambda s: 1.0), max_epochs=3, batch_size=32, progress=False)
+    defaults = dict(
+        name="t",
+        optimizer=lambda params: torch.optim.AdamW(params, lr=1e-2),
+        scheduler=lambda o, total_steps: torch.optim.lr_scheduler.LambdaLR(o, lambda s: 1.0),
+        max_epochs=3,
+        batch_size=32,
+        progress=False,
+    )
     return Trainer(**(defaults | kw))
 
 
@@ -113,10 +121,14 @@ def test_time_budget_ends_the_schedule_with_the_budget(monkeypatch):
         return made[-1]
 
     task, model = tiny_task()
-    result = trainer(max_epochs=100, scheduler=schedule, time_budget_s=1.0).fit(model, task, torch.device("cpu"), seed=0)
+    result = trainer(max_epochs=100, scheduler=schedule, time_budget_s=1.0).fit(
+        model, task, torch.device("cpu"), seed=0
+    )
     assert result.stop_reason == "time_budget" and result.steps < 200  # 2 steps an epoch, 100 epochs planned
     assert result.planned_steps == 200  # the record can say the cap cut the run short
-    assert len(made) >= 2 and made[-1].get_last_lr()[0] < 1e-2 * 0.05  # re-planned (epoch ends may shorten it again), and decayed at the end
+    assert (
+        len(made) >= 2 and made[-1].get_last_lr()[0] < 1e-2 * 0.05
+    )  # re-planned (epoch ends may shorten it again), and decayed at the end
 
 
 def test_quick_recipes_plan_their_work_and_keep_the_budget_as_a_cap():

@@ -1,4 +1,5 @@
 """Translation: Multi30k reading, reversible subwords, and BLEU/chrF exactly as sacreBLEU gives them."""
+
 import gzip
 import unicodedata
 
@@ -20,7 +21,14 @@ def multi30k():
 
 
 def test_multi30k_splits_and_directions(multi30k):
-    sizes = {"train": 29000, "val": 1014, "test_2016_flickr": 1000, "test_2017_flickr": 1000, "test_2017_mscoco": 461, "test_2018_flickr": 1071}
+    sizes = {
+        "train": 29000,
+        "val": 1014,
+        "test_2016_flickr": 1000,
+        "test_2017_flickr": 1000,
+        "test_2017_mscoco": 461,
+        "test_2018_flickr": 1071,
+    }
     for split, n in sizes.items():
         assert len(read_pairs(multi30k, split, "en", "de")) == n
     en_de, de_en = read_pairs(multi30k, "val", "en", "de"), read_pairs(multi30k, "val", "de", "en")
@@ -74,7 +82,11 @@ def test_bleu_of_the_references_is_100():
 
 def test_unknown_options_are_named():
     search = lambda *a, **k: []  # noqa: E731
-    for kwargs, word in ((dict(direction="en-fr"), "en-fr"), (dict(test_set="test_2020"), "test_2020"), (dict(vocab="shared"), "shared")):
+    for kwargs, word in (
+        (dict(direction="en-fr"), "en-fr"),
+        (dict(test_set="test_2020"), "test_2020"),
+        (dict(vocab="shared"), "shared"),
+    ):
         task = build("translation", search, search, data_dir=None, **kwargs)
         with pytest.raises(ValueError, match=word):
             task.setup()

@@ -1,4 +1,5 @@
 """Our ViT (patch embedding, [CLS], learned positions, the shared encoder, a linear head) against torchvision's."""
+
 import pytest
 import torch
 from torchvision.models import VisionTransformer, vit_b_16
@@ -36,11 +37,29 @@ def load_torchvision(ours: Classifier, ref: VisionTransformer) -> None:
 @pytest.mark.parametrize("train_mode", [False, True], ids=["eval", "train"])
 def test_vit_matches_torchvision_given_the_same_weights(train_mode):
     d, layers, heads, mlp, image, patch, classes = 32, 2, 4, 64, 8, 2, 5
-    ref = VisionTransformer(image_size=image, patch_size=patch, num_layers=layers, num_heads=heads, hidden_dim=d, mlp_dim=mlp, num_classes=classes)
+    ref = VisionTransformer(
+        image_size=image,
+        patch_size=patch,
+        num_layers=layers,
+        num_heads=heads,
+        hidden_dim=d,
+        mlp_dim=mlp,
+        num_classes=classes,
+    )
     with torch.no_grad():  # torchvision zero-initialises the head and [CLS]: perturb everything, so every copy counts
         for p in ref.parameters():
             p.add_(0.1 * torch.randn_like(p))
-    ours = our_vit("vit", image, patch, classes, f"model.d_model={d}", f"model.backbone.n_layers={layers}", f"model.backbone.n_heads={heads}", f"model.backbone.d_ff={mlp}", "model.backbone.dropout=0.0")
+    ours = our_vit(
+        "vit",
+        image,
+        patch,
+        classes,
+        f"model.d_model={d}",
+        f"model.backbone.n_layers={layers}",
+        f"model.backbone.n_heads={heads}",
+        f"model.backbone.d_ff={mlp}",
+        "model.backbone.dropout=0.0",
+    )
     assert count_parameters(ours) == count_parameters(ref)
     load_torchvision(ours, ref)
     ours.train(train_mode), ref.train(train_mode)
@@ -81,6 +100,12 @@ def test_image_transformer_is_the_vit():
 
     as_transformer = compose_config("task=image", "model=transformer").model
     as_vit = compose_config("task=image", "model=vit").model
-    plain = lambda model: {k: v for k, v in OmegaConf.to_container(model, resolve=True).items() if k in ("d_model", "d_ff", "embed_dropout", "positions", "pooling", "head", "backbone")}  # noqa: E731
+    plain = lambda model: {
+        k: v
+        for k, v in OmegaConf.to_container(model, resolve=True).items()
+        if k in ("d_model", "d_ff", "embed_dropout", "positions", "pooling", "head", "backbone")
+    }  # noqa: E731
     assert plain(as_transformer) == plain(as_vit) and len(plain(as_vit)) == 7
-    assert compose_config("task=sentiment", "model=transformer").model.positions._target_.endswith("SinusoidalPositions")
+    assert compose_config("task=sentiment", "model=transformer").model.positions._target_.endswith(
+        "SinusoidalPositions"
+    )

@@ -10,6 +10,7 @@ layer calls with the sizes a variant may need (``n_heads``, ``head_dim``, ``max_
 core declares its ``capabilities``; a layer that needs one it lacks refuses it at build time.
 A new variant is one file here and one config in ``conf/model/attention/``.
 """
+
 from suite.attention.core import AttentionCore, implied_weights, require
 from suite.attention.full import FullAttention, attention_weights
 

@@ -7,6 +7,7 @@ so the scores are (block, selected blocks x block) per query block, never L x L.
 blocks read every key. The random pattern comes from a seed drawn at construction (from the run's
 seeded generator, so each layer has its own), kept as a buffer: fixed for the run and its checkpoints.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,10 +33,21 @@ class BigBirdAttention(AttentionCore):
     name = "bigbird"
     capabilities = frozenset({PADDING})
 
-    def __init__(self, block: int = 64, window: int = 1, n_global: int = 1, n_random: int = 2, dropout: float = 0.0, **sizes: int | None) -> None:
+    def __init__(
+        self,
+        block: int = 64,
+        window: int = 1,
+        n_global: int = 1,
+        n_random: int = 2,
+        dropout: float = 0.0,
+        **sizes: int | None,
+    ) -> None:
         super().__init__(dropout, **sizes)
         self.block = positive_int(block, "block", self.name)
-        self.window, self.n_global, self.n_random = (positive_int(x, what, self.name, least=0) for x, what in ((window, "window"), (n_global, "n_global"), (n_random, "n_random")))
+        self.window, self.n_global, self.n_random = (
+            positive_int(x, what, self.name, least=0)
+            for x, what in ((window, "window"), (n_global, "n_global"), (n_random, "n_random"))
+        )
         self.register_buffer("seed", torch.randint(0, 2**31 - 1, ()))
 
     def block_pattern(self, n: int) -> Tensor:

@@ -1,6 +1,7 @@
 """Every attention variant as a layer builds it: from its config in ``conf/model/attention/`` (sizes
 scaled down for pictures and tests where asked), and the keys each query may use.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -37,7 +38,9 @@ def config(name: str, small: bool) -> dict:
     return OmegaConf.to_container(OmegaConf.load(CONF / f"{name}.yaml")) | (SMALL.get(name, {}) if small else {})
 
 
-def build(name: str, length: int, small: bool = True, heads: int = HEADS, head_dim: int = HEAD_DIM, **settings: Any) -> torch.nn.Module:
+def build(
+    name: str, length: int, small: bool = True, heads: int = HEADS, head_dim: int = HEAD_DIM, **settings: Any
+) -> torch.nn.Module:
     """The variant as a layer builds it: its config's partial (``SMALL`` sizes where asked, then ``settings``) called with the layer's sizes."""
     return instantiate(config(name, small) | settings)(n_heads=heads, head_dim=head_dim, max_len=length).eval()
 

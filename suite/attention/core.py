@@ -13,6 +13,7 @@ Generating text one position at a time goes through ``decode_step``: the decodin
 (the key/value cache of full attention, the running sums of linear attention, the window of
 local attention) belongs to the core, so a layer never knows which kind it holds.
 """
+
 from __future__ import annotations
 
 import torch
@@ -41,7 +42,9 @@ class AttentionCore(nn.Module):
     name: str = "core"
     capabilities: frozenset[str] = frozenset()
 
-    def __init__(self, dropout: float = 0.0, n_heads: int | None = None, head_dim: int | None = None, max_len: int | None = None) -> None:
+    def __init__(
+        self, dropout: float = 0.0, n_heads: int | None = None, head_dim: int | None = None, max_len: int | None = None
+    ) -> None:
         super().__init__()
         self.dropout = dropout
         self.n_heads, self.head_dim, self.max_len = n_heads, head_dim, max_len
@@ -83,7 +86,9 @@ def positive_int(value: object, what: str, variant: str, least: int = 1) -> int:
 def self_attention_only(core: AttentionCore, q: Tensor, k: Tensor, causal: bool) -> None:
     """For variants that serve self-attention only: one length for queries and keys, and causal only if declared."""
     if q.size(-2) != k.size(-2):
-        raise ValueError(f"attention variant {core.name!r} needs queries and keys of one length (self-attention), got {q.size(-2)} and {k.size(-2)}")
+        raise ValueError(
+            f"attention variant {core.name!r} needs queries and keys of one length (self-attention), got {q.size(-2)} and {k.size(-2)}"
+        )
     if causal and CAUSAL not in core.capabilities:
         raise ValueError(f"attention variant {core.name!r} has no causal mode")
 
@@ -109,7 +114,9 @@ def key_padding(pad_mask: Tensor | None, b: int, length: int, device: torch.devi
     return pad_mask if pad_mask is not None else torch.zeros(b, length, dtype=torch.bool, device=device)
 
 
-def implied_weights(core: nn.Module, q: Tensor, k: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
+def implied_weights(
+    core: nn.Module, q: Tensor, k: Tensor, pad_mask: Tensor | None = None, causal: bool = False
+) -> Tensor:
     """The weights W (B, H, Lq, Lk) with core(q, k, v) = W v, for a core linear in its values (every variant here).
 
     Found from the core itself, not from a drawing of its pattern: values of width Dh carry Dh
@@ -123,6 +130,8 @@ def implied_weights(core: nn.Module, q: Tensor, k: Tensor, pad_mask: Tensor | No
         for start in range(0, lk, d):
             n = min(d, lk - start)
             v = torch.zeros(b, h, lk, d, dtype=q.dtype, device=q.device)
-            v[:, :, start + torch.arange(n), torch.arange(n)] = 1.0  # key start + c carries the unit vector of channel c
+            v[:, :, start + torch.arange(n), torch.arange(n)] = (
+                1.0  # key start + c carries the unit vector of channel c
+            )
             columns.append(core.forward(q, k, v, pad_mask=pad_mask, causal=causal)[..., :n])  # (B, H, Lq, n)
     return torch.cat(columns, dim=-1)  # (B, H, Lq, Lk)

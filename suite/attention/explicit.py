@@ -3,6 +3,7 @@
 Numerically the same as ``FullAttention``; measured beside it, it shows what the fused kernel
 saves: the O(L^2) bytes of the weights (kept for the backward pass), and their time.
 """
+
 from __future__ import annotations
 
 import torch.nn.functional as F

@@ -1,4 +1,5 @@
 """Full softmax attention: the fused SDPA kernel, and an explicit reference path that returns weights."""
+
 from __future__ import annotations
 
 import math
@@ -55,7 +56,9 @@ class FullAttention(AttentionCore):
         mask = allowed_mask(pad_mask, causal, q.size(-2), k.size(-2), q.device)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
 
-    def reference(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> tuple[Tensor, Tensor]:
+    def reference(
+        self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False
+    ) -> tuple[Tensor, Tensor]:
         """Explicit path without dropout: (output (B, H, Lq, Dh), weights (B, H, Lq, Lk))."""
         w = attention_weights(q, k, pad_mask, causal)
         return w @ v, w

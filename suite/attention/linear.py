@@ -8,6 +8,7 @@ O(L * (c + Dv) + L/c * F * Dv), never L x L. As a recurrence ("Transformer as an
 (S = sum phi(k) v^T and z = sum phi(k), kept side by side) has a constant size: ``step`` decodes one position with it.
 No attention weights exist, so there is no attention dropout.
 """
+
 from __future__ import annotations
 
 import torch.nn.functional as F
@@ -53,7 +54,9 @@ def causal_sums(fq: Tensor, fk: Tensor, v1: Tensor, chunk: int) -> Tensor:
     return (fq @ before + inside @ v1).flatten(2, 3)[:, :, :length]
 
 
-def kernel_attention(fq: Tensor, fk: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False, chunk: int = 64) -> Tensor:
+def kernel_attention(
+    fq: Tensor, fk: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False, chunk: int = 64
+) -> Tensor:
     """Kernelised attention from non-negative, finite features fq (B, H, Lq, F), fk (B, H, Lk, F) and v (B, H, Lk, Dv).
 
     Padded keys are removed from numerator and denominator alike (their value rows, ones
@@ -64,7 +67,9 @@ def kernel_attention(fq: Tensor, fk: Tensor, v: Tensor, pad_mask: Tensor | None 
     if not causal:
         return divided(fq @ (fk.transpose(-2, -1) @ v1))  # through the (F, Dv + 1) sums
     lq, lk = fq.size(2), fk.size(2)
-    return divided(causal_sums(F.pad(fq, (0, 0, lk - lq, 0)), fk, v1, chunk))[:, :, lk - lq :]  # queries aligned to the end
+    return divided(causal_sums(F.pad(fq, (0, 0, lk - lq, 0)), fk, v1, chunk))[
+        :, :, lk - lq :
+    ]  # queries aligned to the end
 
 
 def elu_feature(x: Tensor) -> Tensor:

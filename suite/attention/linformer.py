@@ -7,6 +7,7 @@ longer one is an error. Padded keys and values are zeroed before the projection,
 content changes no output (they still take part as zero rows: Linformer has no per-key mask).
 With E = F = the identity (k = L) it is full attention. Encoder only: no causal mode.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,7 +34,9 @@ class LinformerAttention(AttentionCore):
     def __init__(self, proj_len: int = 128, dropout: float = 0.0, **sizes: int | None) -> None:
         super().__init__(dropout, **sizes)
         if self.max_len is None:
-            raise ValueError(f"attention variant {self.name!r} needs a fixed max_len at build time; the task sets model.backbone.max_len (got none)")
+            raise ValueError(
+                f"attention variant {self.name!r} needs a fixed max_len at build time; the task sets model.backbone.max_len (got none)"
+            )
         self.max_len = positive_int(self.max_len, "max_len", self.name)
         self.proj_len = positive_int(proj_len, "proj_len", self.name)
         self.e = nn.Parameter(torch.randn(self.proj_len, self.max_len) / math.sqrt(self.proj_len))  # for keys
@@ -43,8 +46,10 @@ class LinformerAttention(AttentionCore):
         """Weights trained for another length are refused by name (torch would only report a size mismatch)."""
         saved = state_dict.get(prefix + "e")
         if saved is not None and saved.size(1) != self.max_len:
-            raise ValueError(f"attention variant {self.name!r} was trained for max_len={saved.size(1)} and is built here for max_len={self.max_len}: "
-                             "its projections fix the length; compose the run with the training run's task length")
+            raise ValueError(
+                f"attention variant {self.name!r} was trained for max_len={saved.size(1)} and is built here for max_len={self.max_len}: "
+                "its projections fix the length; compose the run with the training run's task length"
+            )
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
@@ -52,7 +57,9 @@ class LinformerAttention(AttentionCore):
         self_attention_only(self, q, k, causal)
         length = k.size(2)
         if length > self.max_len:
-            raise ValueError(f"attention variant {self.name!r} was built for max_len={self.max_len}, got a sequence of {length}")
+            raise ValueError(
+                f"attention variant {self.name!r} was built for max_len={self.max_len}, got a sequence of {length}"
+            )
         if pad_mask is not None:
             k, v = (x.masked_fill(pad_mask[:, None, :, None], 0.0) for x in (k, v))
         kp = self.e[:, :length] @ k  # (B, H, k, Dh)

@@ -5,6 +5,7 @@ blocks of ``window`` positions; each block reads its own key block and its neigh
 before, and the one after unless causal), so a block's scores are (w, 3w) (causal (w, 2w)).
 A window of L or more is clipped to L: every key is in reach, and the result is full attention.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,7 +37,9 @@ def neighbourhood(x: Tensor, w: int, ahead: int, fill: float | bool = 0.0) -> Te
     return windows.movedim(-1, dim + 1) if x.dim() == 4 else windows
 
 
-def sliding_blocks(q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None, window: int, causal: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+def sliding_blocks(
+    q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None, window: int, causal: bool
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """Blocked queries with their key/value neighbourhoods and what each query may see.
 
     Returns q (B, H, n, w, Dh), k and v (B, H, n, c, Dh), allowed (B, 1, n, w, c) and the key
@@ -53,7 +56,9 @@ def sliding_blocks(q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None, win
     pad_c = neighbourhood(pad, w, ahead, fill=True)  # (B, n, c)
     n = qb.size(2)
     q_pos = torch.arange(n * w, device=q.device).view(n, w)  # (n, w)
-    k_pos = neighbourhood(torch.arange(n * w, device=q.device)[None], w, ahead, fill=-1)[0]  # (n, c); outside: masked by pad_c
+    k_pos = neighbourhood(torch.arange(n * w, device=q.device)[None], w, ahead, fill=-1)[
+        0
+    ]  # (n, c); outside: masked by pad_c
     dist = q_pos[:, :, None] - k_pos[:, None, :]  # (n, w, c)
     near = (dist.abs() <= window) & ((dist >= 0) if causal else True)
     allowed = near[None] & ~pad_c[:, :, None, :]  # (B, n, w, c)
@@ -97,6 +102,8 @@ class LocalAttention(AttentionCore):
         if state:
             k, v = torch.cat([state["k"], k], dim=2), torch.cat([state["v"], v], dim=2)  # (B, H, past + t, Dh)
         t, n = q.size(-2), k.size(-2)
-        dist = torch.arange(n - t, n, device=q.device)[:, None] - torch.arange(n, device=q.device)[None, :]  # (t, past + t)
+        dist = (
+            torch.arange(n - t, n, device=q.device)[:, None] - torch.arange(n, device=q.device)[None, :]
+        )  # (t, past + t)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=(dist >= 0) & (dist <= self.window))
         return out, {"k": k[:, :, -self.window :], "v": v[:, :, -self.window :]}  # what the next query can reach

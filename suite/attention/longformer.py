@@ -5,6 +5,7 @@ and every query attends to them; the other queries see their window (as ``local`
 global keys, each key once. Cost O(L * (w + g)) for the windowed rows and O(g * L) for the
 global rows, never an L x L matrix. Encoder only (no causal mode).
 """
+
 from __future__ import annotations
 
 import math

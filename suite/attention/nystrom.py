@@ -8,6 +8,7 @@ masked in the last factor. The pseudo-inverse is the paper's iterative one (``pi
 steps) or, with 0, ``torch.linalg.pinv``. Cost O(L * m + m^3). With m >= L every position is its
 own landmark and, with the exact inverse, the result is full attention. Encoder only.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,7 +51,9 @@ class NystromAttention(AttentionCore):
     name = "nystrom"
     capabilities = frozenset({PADDING})
 
-    def __init__(self, n_landmarks: int = 64, pinv_iterations: int = 6, dropout: float = 0.0, **sizes: int | None) -> None:
+    def __init__(
+        self, n_landmarks: int = 64, pinv_iterations: int = 6, dropout: float = 0.0, **sizes: int | None
+    ) -> None:
         super().__init__(dropout, **sizes)
         self.n_landmarks = positive_int(n_landmarks, "n_landmarks", self.name)
         self.pinv_iterations = positive_int(pinv_iterations, "pinv_iterations", self.name, least=0)

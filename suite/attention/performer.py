@@ -8,6 +8,7 @@ keys get zero features, out of numerator and normaliser alike. The features are 
 construction from the run's seeded generator; ``redraw_every`` n > 0 draws new ones every n
 training forward passes (0: never). The error against softmax falls as ``n_features`` grows.
 """
+
 from __future__ import annotations
 
 import math
@@ -64,12 +65,17 @@ class PerformerAttention(AttentionCore):
     name = "performer"
     capabilities = frozenset({PADDING, CAUSAL, CROSS, CACHE})
 
-    def __init__(self, n_features: int = 256, redraw_every: int = 0, chunk: int = 64, dropout: float = 0.0, **sizes: int | None) -> None:
+    def __init__(
+        self, n_features: int = 256, redraw_every: int = 0, chunk: int = 64, dropout: float = 0.0, **sizes: int | None
+    ) -> None:
         super().__init__(dropout, **sizes)
         if self.head_dim is None:
             raise ValueError(f"attention variant {self.name!r} needs head_dim at construction (the layer passes it)")
         self.n_features = positive_int(n_features, "n_features", self.name)
-        self.redraw_every, self.chunk = positive_int(redraw_every, "redraw_every", self.name, least=0), positive_int(chunk, "chunk", self.name)
+        self.redraw_every, self.chunk = (
+            positive_int(redraw_every, "redraw_every", self.name, least=0),
+            positive_int(chunk, "chunk", self.name),
+        )
         self.register_buffer("features", orthogonal_features(self.n_features, self.head_dim))
         self.calls = 0
 

@@ -12,6 +12,7 @@ only when nothing else is in reach: its own score is replaced by ``SELF_SCORE`` 
 the paper. Padded positions go to a bucket of their own, sorted after every real one, so they
 never move a real token's chunk, and are masked. Encoder only: no causal mode.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,14 +44,19 @@ class ReformerAttention(AttentionCore):
     name = "reformer"
     capabilities = frozenset({PADDING})
 
-    def __init__(self, n_buckets: int = 8, n_rounds: int = 2, chunk: int = 64, dropout: float = 0.0, **sizes: int | None) -> None:
+    def __init__(
+        self, n_buckets: int = 8, n_rounds: int = 2, chunk: int = 64, dropout: float = 0.0, **sizes: int | None
+    ) -> None:
         super().__init__(dropout, **sizes)
         if self.head_dim is None:
             raise ValueError(f"attention variant {self.name!r} needs head_dim at construction (the layer passes it)")
         self.n_buckets = positive_int(n_buckets, "n_buckets", self.name)
         if n_buckets > 1 and n_buckets % 2:
             raise ValueError(f"attention variant {self.name!r}: n_buckets must be 1 or even, got {n_buckets}")
-        self.n_rounds, self.chunk = positive_int(n_rounds, "n_rounds", self.name), positive_int(chunk, "chunk", self.name)
+        self.n_rounds, self.chunk = (
+            positive_int(n_rounds, "n_rounds", self.name),
+            positive_int(chunk, "chunk", self.name),
+        )
         self.register_buffer("rotations", torch.randn(self.head_dim, self.n_rounds, max(1, n_buckets // 2)))
 
     def buckets(self, keys: Tensor, pad: Tensor) -> Tensor:
@@ -70,7 +76,9 @@ class ReformerAttention(AttentionCore):
         pad = key_padding(pad_mask, b, length, q.device)
         keys = F.normalize(q, dim=-1)
         pos = torch.arange(length, device=q.device)
-        order = (self.buckets(keys, pad) * length + pos).argsort(dim=-1)  # (B, H, R, L): sorted by bucket, then position
+        order = (self.buckets(keys, pad) * length + pos).argsort(
+            dim=-1
+        )  # (B, H, R, L): sorted by bucket, then position
         order = F.pad(order, (0, -length % c), value=length)  # dummy index L fills the last chunk
         r, lp = order.size(2), order.size(3)
 
@@ -79,7 +87,9 @@ class ReformerAttention(AttentionCore):
             return x.gather(3, order[..., None].expand(b, h, r, lp, d)).unflatten(3, (-1, c))
 
         sq, sk, sv = sort(q), sort(keys), sort(v)
-        real = ~F.pad(pad, (0, 1), value=True)[:, None, None, :].expand(b, h, r, length + 1).gather(3, order).unflatten(3, (-1, c))  # (B, H, R, n, c)
+        real = ~F.pad(pad, (0, 1), value=True)[:, None, None, :].expand(b, h, r, length + 1).gather(3, order).unflatten(
+            3, (-1, c)
+        )  # (B, H, R, n, c)
         q_pos = order.unflatten(3, (-1, c))  # (B, H, R, n, c)
         k_pos, k_real = with_previous_chunk(q_pos), with_previous_chunk(real)  # (B, H, R, n, ck)
         sk, sv = with_previous_chunk(sk), with_previous_chunk(sv)  # (B, H, R, n, ck, Dh)

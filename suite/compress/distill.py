@@ -6,6 +6,7 @@ where ``_T`` is a softmax at temperature T (the T^2 keeps the soft term's gradie
 of the hard one's as T changes). The student is any model config (``compress.student``): a
 smaller Transformer, or the LSTM (Tang et al. 2019).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,7 +24,12 @@ def distillation_loss(student: Tensor, teacher: Tensor, targets: Tensor, tempera
     hard = F.cross_entropy(student, targets)
     if mix == 1.0:
         return hard
-    soft = F.kl_div(F.log_softmax(student / temperature, dim=-1), F.log_softmax(teacher / temperature, dim=-1), log_target=True, reduction="batchmean")
+    soft = F.kl_div(
+        F.log_softmax(student / temperature, dim=-1),
+        F.log_softmax(teacher / temperature, dim=-1),
+        log_target=True,
+        reduction="batchmean",
+    )
     return mix * hard + (1.0 - mix) * temperature**2 * soft
 
 
@@ -70,13 +76,19 @@ class Distillation(Method):
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:
         if context.build_model is None:
-            raise ValueError(f"compress={self.name} needs a student: a compress.student model config (conf/compress/distill_*.yaml)")
+            raise ValueError(
+                f"compress={self.name} needs a student: a compress.student model config (conf/compress/distill_*.yaml)"
+            )
         example = context.example
         with torch.no_grad():
             logits = inference(context.task, model.eval(), example)
-        if logits.dim() != 2 or example.targets.shape != logits.shape[:1]:  # one class per input: what the loss above compares
-            raise ValueError(f"compress={self.name} distils classifiers (logits (B, C), one class per input); task {context.task.name!r} gives "
-                             f"outputs {tuple(logits.shape)} for targets {tuple(example.targets.shape)} (sequence-to-sequence tasks: compress=distill_sequence)")
+        if (
+            logits.dim() != 2 or example.targets.shape != logits.shape[:1]
+        ):  # one class per input: what the loss above compares
+            raise ValueError(
+                f"compress={self.name} distils classifiers (logits (B, C), one class per input); task {context.task.name!r} gives "
+                f"outputs {tuple(logits.shape)} for targets {tuple(example.targets.shape)} (sequence-to-sequence tasks: compress=distill_sequence)"
+            )
         return context.build_model()
 
     def training_task(self, task: Task, teacher: nn.Module) -> Task:

@@ -4,6 +4,7 @@ Quantized modules hold their weights packed (torch's dynamic int8 modules) or as
 subclasses (torchao); ``weight_tensors`` reads each kind back as plain tensors, so one count
 serves every method. Zeros are counted in the stored values (an int8 zero is a zero).
 """
+
 from __future__ import annotations
 
 import io
@@ -55,7 +56,9 @@ def weight_tensors(model: nn.Module) -> Iterator[Tensor]:
     if hasattr(model, "stored_weights"):
         yield from model.stored_weights()
         return
-    seen: dict[int, Tensor] = {}  # holding each tensor keeps its id unique (unpacked weights are temporaries whose ids get reused)
+    seen: dict[
+        int, Tensor
+    ] = {}  # holding each tensor keeps its id unique (unpacked weights are temporaries whose ids get reused)
     for module in model.modules():
         for t in module_weights(module):
             if id(t) not in seen:

@@ -5,6 +5,7 @@ importance of group g is the sum over batches of |dL/dxi_g| (Michel et al. 2019 
 for a neuron it is the first-order Taylor estimate |sum a dL/da| of Molchanov et al. 2017).
 The gates never change the outputs: they only collect gradients.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -29,7 +30,9 @@ class InputGate:
         return ((grouped * self.gate.to(x.dtype)[:, None]).flatten(-2), *args[1:])
 
 
-def gate_importance(model: nn.Module, task: Any, batches: Iterable[Batch], sites: dict[str, tuple[nn.Module, int]], device: torch.device) -> dict[str, Tensor]:
+def gate_importance(
+    model: nn.Module, task: Any, batches: Iterable[Batch], sites: dict[str, tuple[nn.Module, int]], device: torch.device
+) -> dict[str, Tensor]:
     """Per site (a module, e.g. a Linear, and its number of input groups): (G,) summed |d loss / d gate| over ``batches``.
 
     The model's own gradients are left untouched (computed and discarded); dropout is off.

@@ -13,6 +13,7 @@ goes through ``job=compress`` in this order:
 A method that does not fine-tune has ``fine_tune = None``; one that does holds trainer settings
 (merged over the run's ``trainer``), so fine-tuning goes through the one training loop.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

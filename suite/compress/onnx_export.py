@@ -5,6 +5,7 @@ batch and the length left dynamic; ONNX Runtime's ``quantize_dynamic`` turns the
 MatMul weights into int8. ``OnnxModel`` wraps a session behind the classifier's call
 ``(inputs, pad_mask) -> logits``, so the task scores it and the harness times it as any model.
 """
+
 from __future__ import annotations
 
 import logging
@@ -71,8 +72,17 @@ def export(model: nn.Module, example: Batch, path: Path) -> Path:
         args, names, dynamic = (example.inputs.cpu(),), ["inputs"], {"inputs": {0: "batch"}}
     with quiet("onnx_ir", "onnxscript"):  # their passes log every rewrite at INFO
         # One file, weights inside (external_data=False): its size is the artefact's size.
-        torch.onnx.export(model.cpu(), args, str(path), input_names=names, output_names=["logits"], dynamic_shapes=dynamic, dynamo=True,
-                          external_data=False, verbose=False)
+        torch.onnx.export(
+            model.cpu(),
+            args,
+            str(path),
+            input_names=names,
+            output_names=["logits"],
+            dynamic_shapes=dynamic,
+            dynamo=True,
+            external_data=False,
+            verbose=False,
+        )
     return path
 
 
@@ -108,21 +118,29 @@ class OnnxRuntime(Method):
 
     def check(self, model: nn.Module) -> None:
         if any(isinstance(m, RecurrentEncoder) for m in model.modules()):
-            raise ValueError(f"compress=onnx (precision {self.precision}): the recurrent backbone runs packed sequences "
-                             "(pack_padded_sequence), which torch's ONNX export cannot express; export applies to the attention models")
+            raise ValueError(
+                f"compress=onnx (precision {self.precision}): the recurrent backbone runs packed sequences "
+                "(pack_padded_sequence), which torch's ONNX export cannot express; export applies to the attention models"
+            )
         if isinstance(model, Seq2Seq):
-            raise ValueError(f"compress=onnx (precision {self.precision}): a sequence-to-sequence model's output comes from a search "
-                             "that runs the decoder step by step with a cache; this export covers one-pass models (classifiers), not "
-                             "an encoder plus a decoder step: use compress=dynamic_int8 for translation")
+            raise ValueError(
+                f"compress=onnx (precision {self.precision}): a sequence-to-sequence model's output comes from a search "
+                "that runs the decoder step by step with a cache; this export covers one-pass models (classifiers), not "
+                "an encoder plus a decoder step: use compress=dynamic_int8 for translation"
+            )
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:
         if context.device.type != "cpu":
-            raise ValueError(f"compress=onnx runs ONNX Runtime on the CPU only; run with device=cpu (got {context.device})")
+            raise ValueError(
+                f"compress=onnx runs ONNX Runtime on the CPU only; run with device=cpu (got {context.device})"
+            )
         fp32 = context.directory / "model.onnx"
         try:
             export(model, context.example, fp32)
         except Exception as err:  # noqa: BLE001 - the exporter's errors are many and long: name the setting, keep the cause
-            raise ValueError(f"compress=onnx: torch's ONNX export cannot express this model ({type(err).__name__}: {str(err).splitlines()[0][:300]})") from err
+            raise ValueError(
+                f"compress=onnx: torch's ONNX export cannot express this model ({type(err).__name__}: {str(err).splitlines()[0][:300]})"
+            ) from err
         path = fp32
         if self.precision == "int8":
             from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -139,4 +157,6 @@ class OnnxRuntime(Method):
         return model.path  # written by the export
 
     def describe(self) -> dict[str, Any]:
-        return {"method": self.name, "precision": self.precision} | ({"reduce_range": self.reduce_range} if self.precision == "int8" else {})
+        return {"method": self.name, "precision": self.precision} | (
+            {"reduce_range": self.reduce_range} if self.precision == "int8" else {}
+        )

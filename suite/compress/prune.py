@@ -13,6 +13,7 @@ re-ranking the surviving weights every ``every`` steps, so the network adapts wh
 (a one-shot 90 % cut can leave too little to recover from). The best-weights callback takes only
 epochs at the full sparsity, so a lower-sparsity snapshot is never restored as the result.
 """
+
 from __future__ import annotations
 
 import copy
@@ -59,7 +60,9 @@ def set_sparsity(model: nn.Module, layers: Sequence[str], sparsity: float) -> No
     pairs = list(prunable(model, layers))
     masks = [getattr(module, f"{name}_mask") for module, name in pairs]
     with torch.no_grad():
-        scores = torch.cat([(getattr(module, f"{name}_orig") * mask).abs().flatten() for (module, name), mask in zip(pairs, masks)])
+        scores = torch.cat(
+            [(getattr(module, f"{name}_orig") * mask).abs().flatten() for (module, name), mask in zip(pairs, masks)]
+        )
         keep = torch.ones_like(scores)
         keep[torch.topk(scores, round(sparsity * scores.numel()), largest=False).indices] = 0.0
         for mask, part in zip(masks, keep.split([m.numel() for m in masks])):
@@ -111,8 +114,15 @@ class MagnitudePruning(Method):
 
     name = "magnitude_pruning"
 
-    def __init__(self, sparsity: float, layers: Sequence[str] = ("linear", "recurrent"), fine_tune: dict[str, Any] | None = None,
-                 schedule: str = "one_shot", ramp: float = 0.5, every: int = 10) -> None:
+    def __init__(
+        self,
+        sparsity: float,
+        layers: Sequence[str] = ("linear", "recurrent"),
+        fine_tune: dict[str, Any] | None = None,
+        schedule: str = "one_shot",
+        ramp: float = 0.5,
+        every: int = 10,
+    ) -> None:
         super().__init__(fine_tune)
         self.sparsity = check_fraction("sparsity", sparsity)
         unknown = sorted(set(layers) - set(KINDS))
@@ -135,8 +145,12 @@ class MagnitudePruning(Method):
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:
         pruned = copy.deepcopy(model)
-        first = self.sparsity if self.schedule == "one_shot" else 0.0  # gradual: the masks start whole, the callback raises them
-        prune.global_unstructured(list(prunable(pruned, self.layers)), pruning_method=prune.L1Unstructured, amount=first)
+        first = (
+            self.sparsity if self.schedule == "one_shot" else 0.0
+        )  # gradual: the masks start whole, the callback raises them
+        prune.global_unstructured(
+            list(prunable(pruned, self.layers)), pruning_method=prune.L1Unstructured, amount=first
+        )
         return pruned
 
     def callbacks(self) -> list[Callback]:
@@ -148,9 +162,14 @@ class MagnitudePruning(Method):
             masks = torch.cat([getattr(m, f"{n}_mask").flatten() for m, n in pairs])
             masked = int((masks == 0).sum())
             self.reached_in_fine_tune = masked >= round(self.sparsity * masks.numel())  # as set_sparsity counts
-            if not self.reached_in_fine_tune:  # the fine-tuning stopped before the ramp's end (a time budget): cut the rest at once
-                log.warning("the gradual schedule stopped at sparsity %.3f before its target %.3f: the rest is pruned without fine-tuning",
-                            masked / masks.numel(), self.sparsity)
+            if (
+                not self.reached_in_fine_tune
+            ):  # the fine-tuning stopped before the ramp's end (a time budget): cut the rest at once
+                log.warning(
+                    "the gradual schedule stopped at sparsity %.3f before its target %.3f: the rest is pruned without fine-tuning",
+                    masked / masks.numel(),
+                    self.sparsity,
+                )
                 set_sparsity(model, self.layers, self.sparsity)
         for module, name in pairs:
             if prune.is_pruned(module) and hasattr(module, f"{name}_mask"):

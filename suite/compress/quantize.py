@@ -7,6 +7,7 @@ covers Linear, LSTM and GRU with fbgemm/oneDNN int8 kernels; torchao's
 ``Int8DynamicActivationInt8WeightConfig`` covers Linear only. Both are measured by ``job=compress``;
 the README gives the figures and the choice.
 """
+
 from __future__ import annotations
 
 import copy
@@ -28,7 +29,10 @@ def torch_dynamic_int8(model: nn.Module, layers: Sequence[str]) -> nn.Module:
     table becomes uint8 rows with a float scale and offset each (weight-only: its output is a lookup, nothing to multiply)."""
     from torch.ao.quantization import default_dynamic_qconfig, float_qparams_weight_only_qconfig, quantize_dynamic
 
-    spec = {LAYERS[name]: float_qparams_weight_only_qconfig if name == "embedding" else default_dynamic_qconfig for name in layers}
+    spec = {
+        LAYERS[name]: float_qparams_weight_only_qconfig if name == "embedding" else default_dynamic_qconfig
+        for name in layers
+    }
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*deprecated.*")
         return quantize_dynamic(copy.deepcopy(model).eval(), spec, dtype=torch.qint8)
@@ -54,7 +58,12 @@ class DynamicInt8(Method):
 
     name = "dynamic_int8"
 
-    def __init__(self, backend: str = "torch", layers: Sequence[str] = ("linear", "lstm", "gru"), fine_tune: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        backend: str = "torch",
+        layers: Sequence[str] = ("linear", "lstm", "gru"),
+        fine_tune: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(fine_tune)
         if backend not in BACKENDS:
             raise ValueError(f"compress.backend must be one of {BACKENDS}, got {backend!r}")
@@ -62,7 +71,9 @@ class DynamicInt8(Method):
         if unknown or not layers:
             raise ValueError(f"compress.layers takes some of {sorted(LAYERS)}, got {list(layers)}")
         if backend == "torchao" and set(layers) != {"linear"}:
-            raise ValueError(f"compress.backend=torchao quantizes Linear layers only: set compress.layers=[linear] (got {list(layers)})")
+            raise ValueError(
+                f"compress.backend=torchao quantizes Linear layers only: set compress.layers=[linear] (got {list(layers)})"
+            )
         self.backend, self.layers = backend, list(layers)
 
     def check(self, model: nn.Module) -> None:
@@ -72,7 +83,9 @@ class DynamicInt8(Method):
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:
         if context.device.type != "cpu":
-            raise ValueError(f"compress={self.name} runs int8 kernels on the CPU only; run with device=cpu (got {context.device})")
+            raise ValueError(
+                f"compress={self.name} runs int8 kernels on the CPU only; run with device=cpu (got {context.device})"
+            )
         return torch_dynamic_int8(model, self.layers) if self.backend == "torch" else torchao_dynamic_int8(model)
 
     def describe(self) -> dict[str, Any]:
@@ -99,8 +112,10 @@ class Bf16Weights(Method):
 
     def check(self, model: nn.Module) -> None:
         if any(isinstance(m, nn.LSTM) for m in model.modules()) and not numerics.cpu_bf16_lstm():
-            raise ValueError(f"compress={self.name}: this CPU has no bf16 LSTM kernel (oneDNN needs AVX-512 BF16 or AMX; torch runs "
-                             f"{torch.backends.cpu.get_cpu_capability()} here), so an LSTM's bf16 weights cannot run; use compress=dynamic_int8")
+            raise ValueError(
+                f"compress={self.name}: this CPU has no bf16 LSTM kernel (oneDNN needs AVX-512 BF16 or AMX; torch runs "
+                f"{torch.backends.cpu.get_cpu_capability()} here), so an LSTM's bf16 weights cannot run; use compress=dynamic_int8"
+            )
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:
         halved = copy.deepcopy(model).to(torch.bfloat16).eval()

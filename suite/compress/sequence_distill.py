@@ -7,6 +7,7 @@ times them. The student's loss is the task's own (teacher-forced cross-entropy w
 smoothing) on the teacher's outputs, framed as the task frames references. Validation and test
 score the student against the real references, as any run.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -72,10 +73,14 @@ class SequenceDistillation(Method):
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:
         if not isinstance(context.task, Decodes):
-            raise ValueError(f"compress={self.name} distils sequence-to-sequence tasks (translation, summarization); task {context.task.name!r} "
-                             f"does not decode its inputs into targets (classifiers: compress=distill_transformer or distill_lstm)")
+            raise ValueError(
+                f"compress={self.name} distils sequence-to-sequence tasks (translation, summarization); task {context.task.name!r} "
+                f"does not decode its inputs into targets (classifiers: compress=distill_transformer or distill_lstm)"
+            )
         if context.build_model is None:
-            raise ValueError(f"compress={self.name} needs a student: a compress.student model config (conf/compress/distill_sequence.yaml)")
+            raise ValueError(
+                f"compress={self.name} needs a student: a compress.student model config (conf/compress/distill_sequence.yaml)"
+            )
         return context.build_model()
 
     def training_task(self, task: Task, teacher: nn.Module) -> Task:

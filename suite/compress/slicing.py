@@ -4,6 +4,7 @@ keeping some neurons, a recurrent encoder keeping some hidden units.
 The kept rows and columns are copied, so for an input whose removed parts contribute nothing
 (a head whose output projection is zero) the smaller layer computes exactly what the larger did.
 """
+
 from __future__ import annotations
 
 import torch
@@ -15,7 +16,13 @@ from suite.models.transformer import CrossAttention, FeedForward, MultiHeadAtten
 
 def keep_outputs(linear: nn.Linear, index: Tensor) -> nn.Linear:
     """A Linear with the output features ``index`` of ``linear`` (rows of the weight, entries of the bias)."""
-    out = nn.Linear(linear.in_features, len(index), bias=linear.bias is not None, device=linear.weight.device, dtype=linear.weight.dtype)
+    out = nn.Linear(
+        linear.in_features,
+        len(index),
+        bias=linear.bias is not None,
+        device=linear.weight.device,
+        dtype=linear.weight.dtype,
+    )
     with torch.no_grad():
         out.weight.copy_(linear.weight[index])
         if linear.bias is not None:
@@ -25,7 +32,13 @@ def keep_outputs(linear: nn.Linear, index: Tensor) -> nn.Linear:
 
 def keep_inputs(linear: nn.Linear, index: Tensor) -> nn.Linear:
     """A Linear reading only the input features ``index`` of ``linear`` (columns of the weight; the bias is kept whole)."""
-    out = nn.Linear(len(index), linear.out_features, bias=linear.bias is not None, device=linear.weight.device, dtype=linear.weight.dtype)
+    out = nn.Linear(
+        len(index),
+        linear.out_features,
+        bias=linear.bias is not None,
+        device=linear.weight.device,
+        dtype=linear.weight.dtype,
+    )
     with torch.no_grad():
         out.weight.copy_(linear.weight[:, index])
         if linear.bias is not None:
@@ -70,8 +83,12 @@ def keep_units(encoder: RecurrentEncoder, units: Tensor) -> None:
     rnn = encoder.rnn
     hidden, gates = rnn.hidden_size, rnn.weight_ih_l0.size(0) // rnn.hidden_size
     units = units.sort().values
-    rows = (torch.arange(gates, device=units.device)[:, None] * hidden + units).flatten()  # the units in every gate block
-    smaller = type(rnn)(rnn.input_size, len(units), num_layers=1, batch_first=True, bias=rnn.bias, device=rnn.weight_ih_l0.device)
+    rows = (
+        torch.arange(gates, device=units.device)[:, None] * hidden + units
+    ).flatten()  # the units in every gate block
+    smaller = type(rnn)(
+        rnn.input_size, len(units), num_layers=1, batch_first=True, bias=rnn.bias, device=rnn.weight_ih_l0.device
+    )
     with torch.no_grad():
         smaller.weight_ih_l0.copy_(rnn.weight_ih_l0[rows])
         smaller.weight_hh_l0.copy_(rnn.weight_hh_l0[rows][:, units])

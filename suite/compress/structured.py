@@ -6,6 +6,7 @@ removed, keeping at least one head in every layer. Feed-forward neurons are rank
 layer and the ``neurons`` fraction of each layer removed. Removal makes the matrices smaller
 (``suite.compress.slicing``), so the work really drops; fine-tuning then recovers accuracy.
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,7 +32,9 @@ def encoder_layers(model: nn.Module) -> list[EncoderLayer]:
 def heads_to_keep(scores: list[Tensor], fraction: float) -> list[Tensor]:
     """Per layer, the indices of the heads kept when the ``fraction`` least important of all are removed (scores normalised per layer; one head at least per layer)."""
     normalised = [s / s.norm().clamp(min=1e-12) for s in scores]
-    flat = [(float(s), layer, head) for layer, layer_scores in enumerate(normalised) for head, s in enumerate(layer_scores)]
+    flat = [
+        (float(s), layer, head) for layer, layer_scores in enumerate(normalised) for head, s in enumerate(layer_scores)
+    ]
     to_remove = math.floor(fraction * len(flat))
     kept = [set(range(len(s))) for s in scores]
     for _, layer, head in sorted(flat):
@@ -61,7 +64,13 @@ class StructuredPruning(Method):
 
     name = "structured_pruning"
 
-    def __init__(self, heads: float = 0.0, neurons: float = 0.0, importance_batches: int = 32, fine_tune: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        heads: float = 0.0,
+        neurons: float = 0.0,
+        importance_batches: int = 32,
+        fine_tune: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(fine_tune)
         self.heads, self.neurons = check_fraction("heads", heads), check_fraction("neurons", neurons)
         if self.heads == self.neurons == 0.0:
@@ -72,11 +81,19 @@ class StructuredPruning(Method):
     def check(self, model: nn.Module) -> None:
         layers = encoder_layers(model)
         if not layers:
-            raise ValueError(f"compress={self.name} (heads {self.heads}, neurons {self.neurons}) applies to Transformer encoders: "
-                             f"this model ({type(model).__name__}) has no encoder layer with attention heads or a feed-forward block")
-        cores = {type(layer.self_attn.core).__name__ for layer in layers if not isinstance(layer.self_attn.core, FullAttention)}
+            raise ValueError(
+                f"compress={self.name} (heads {self.heads}, neurons {self.neurons}) applies to Transformer encoders: "
+                f"this model ({type(model).__name__}) has no encoder layer with attention heads or a feed-forward block"
+            )
+        cores = {
+            type(layer.self_attn.core).__name__
+            for layer in layers
+            if not isinstance(layer.self_attn.core, FullAttention)
+        }
         if self.heads and cores:
-            raise ValueError(f"compress.heads={self.heads}: attention variant(s) {sorted(cores)} may hold per-head state; head removal supports full attention")
+            raise ValueError(
+                f"compress.heads={self.heads}: attention variant(s) {sorted(cores)} may hold per-head state; head removal supports full attention"
+            )
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:
         pruned = copy.deepcopy(model)
@@ -88,14 +105,25 @@ class StructuredPruning(Method):
         batches = limited(context.task.loaders(32, context.seed)["train"], self.importance_batches)
         scores = gate_importance(pruned, context.task, batches, sites, context.device)
         if self.heads:
-            for layer, kept in zip(layers, heads_to_keep([scores[f"heads.{i}"] for i in range(len(layers))], self.heads)):
+            for layer, kept in zip(
+                layers, heads_to_keep([scores[f"heads.{i}"] for i in range(len(layers))], self.heads)
+            ):
                 keep_heads(layer.self_attn, kept.to(context.device))
         if self.neurons:
             for i, layer in enumerate(layers):
                 keep_neurons(layer.ff, neurons_to_keep(scores[f"neurons.{i}"], self.neurons).to(context.device))
-        self.kept = {"heads": [layer.self_attn.n_heads for layer in layers], "neurons": [layer.ff.linear1.out_features for layer in layers]}
+        self.kept = {
+            "heads": [layer.self_attn.n_heads for layer in layers],
+            "neurons": [layer.ff.linear1.out_features for layer in layers],
+        }
         return pruned
 
     def describe(self) -> dict[str, Any]:
-        return {"method": self.name, "heads_removed": self.heads, "neurons_removed": self.neurons, "importance_batches": self.importance_batches,
-                "kept_heads": self.kept.get("heads"), "kept_neurons": self.kept.get("neurons")}
+        return {
+            "method": self.name,
+            "heads_removed": self.heads,
+            "neurons_removed": self.neurons,
+            "importance_batches": self.importance_batches,
+            "kept_heads": self.kept.get("heads"),
+            "kept_neurons": self.kept.get("neurons"),
+        }

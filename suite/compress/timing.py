@@ -4,6 +4,7 @@ Absolute times on a shared machine say more about the moment than about the mode
 round-robin (``suite.measure.timing.time_calls``), the machine's drift hits both alike and their ratio
 means something. Throughput at a batch of ``batch.n_items`` (32 by default) and latency at batch 1.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -29,7 +30,9 @@ def inferring(task: Any, model: nn.Module, batch: Batch, precision: str, device:
     return call
 
 
-def generating(task: Generates, model: nn.Module, batch: Batch, precision: str, device: torch.device) -> Callable[[], list[list[int]]]:
+def generating(
+    task: Generates, model: nn.Module, batch: Batch, precision: str, device: torch.device
+) -> Callable[[], list[list[int]]]:
     """One greedy generation (with the cache) for the batch, without gradients, under ``precision`` autocast."""
 
     def call() -> list[list[int]]:
@@ -39,7 +42,15 @@ def generating(task: Generates, model: nn.Module, batch: Batch, precision: str, 
     return call
 
 
-def compare_speed(task: Any, variants: dict[str, Variant], batch: Batch, device: torch.device, warmup: int, repeats: int, min_time_s: float) -> dict[str, dict[str, float]]:
+def compare_speed(
+    task: Any,
+    variants: dict[str, Variant],
+    batch: Batch,
+    device: torch.device,
+    warmup: int,
+    repeats: int,
+    min_time_s: float,
+) -> dict[str, dict[str, float]]:
     """Per variant: latency at batch 1 (ms), time per batch (ms) and items per second at the batch's size, all timed interleaved;
     where the task writes sequences (``Generates``: translation), also the batch's greedy generation (ms, tokens/s), what a user of it waits for.
 
@@ -72,7 +83,10 @@ def compare_speed(task: Any, variants: dict[str, Variant], batch: Batch, device:
         if full.others_cpu_share is not None:  # how quiet the machine was (one figure for all: the rounds interleave)
             out[name]["others_cpu_share"] = full.others_cpu_share
         if name in generated:
-            out[name] |= {"generate_ms": times[f"{name}/generate"].median * 1e3, "generate_tokens_per_s": generated[name] / times[f"{name}/generate"].median}
+            out[name] |= {
+                "generate_ms": times[f"{name}/generate"].median * 1e3,
+                "generate_tokens_per_s": generated[name] / times[f"{name}/generate"].median,
+            }
     return out
 
 

@@ -9,6 +9,7 @@ whole text so far: the reference, and the baseline the generation-cost measureme
 A generation never runs past the model's context: ``fit_to_context`` cuts a long prompt from the
 left, with a warning, and ``generate`` refuses a request that would not fit.
 """
+
 from __future__ import annotations
 
 import logging
@@ -45,8 +46,12 @@ class Sampling:
         if self.strategy not in STRATEGIES:
             raise ValueError(f"sampling strategy must be one of {STRATEGIES}, got {self.strategy!r}")
         if self.strategy == "sample" and not self.temperature > 0:
-            raise ValueError(f"sampling needs a temperature > 0, got {self.temperature} (strategy=greedy picks the most likely token)")
-        if self.top_k is not None and (isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1):
+            raise ValueError(
+                f"sampling needs a temperature > 0, got {self.temperature} (strategy=greedy picks the most likely token)"
+            )
+        if self.top_k is not None and (
+            isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1
+        ):
             raise ValueError(f"top_k must be an integer >= 1 (or null: every token), got {self.top_k!r}")
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1] (or null: every token), got {self.top_p!r}")
@@ -90,7 +95,9 @@ class Steppable(Protocol):
     def step(self, ids: Tensor, position: int, state: State) -> tuple[Tensor, State]: ...
 
 
-def fit_to_context(ids: list[int], max_new_tokens: int, context: int | None, keep_first: int = 0) -> tuple[list[int], int]:
+def fit_to_context(
+    ids: list[int], max_new_tokens: int, context: int | None, keep_first: int = 0
+) -> tuple[list[int], int]:
     """A prompt cut from the left so that it and ``max_new_tokens`` fit the context; returns (ids, tokens dropped).
 
     The first ``keep_first`` ids (e.g. the document-start marker) stay. A request with no room for
@@ -100,16 +107,33 @@ def fit_to_context(ids: list[int], max_new_tokens: int, context: int | None, kee
         return ids, 0
     room = context - max_new_tokens
     if room < keep_first + 1:
-        raise ValueError(f"{max_new_tokens} new tokens leave no room for a prompt in the model's context of {context} tokens: ask for at most {context - keep_first - 1}")
+        raise ValueError(
+            f"{max_new_tokens} new tokens leave no room for a prompt in the model's context of {context} tokens: ask for at most {context - keep_first - 1}"
+        )
     dropped = max(0, len(ids) - room)
     if dropped:
-        log.warning("the prompt (%d tokens) and %d new tokens exceed the model's context of %d: its first %d tokens are dropped", len(ids), max_new_tokens, context, dropped)
+        log.warning(
+            "the prompt (%d tokens) and %d new tokens exceed the model's context of %d: its first %d tokens are dropped",
+            len(ids),
+            max_new_tokens,
+            context,
+            dropped,
+        )
         ids = ids[:keep_first] + ids[keep_first + dropped :]
     return ids, dropped
 
 
 @torch.no_grad()
-def generate(model: Steppable, prompt: Tensor, max_new_tokens: int, sampling: Sampling, *, cache: bool = True, eos: int | None = None, generator: torch.Generator | None = None) -> Tensor:
+def generate(
+    model: Steppable,
+    prompt: Tensor,
+    max_new_tokens: int,
+    sampling: Sampling,
+    *,
+    cache: bool = True,
+    eos: int | None = None,
+    generator: torch.Generator | None = None,
+) -> Tensor:
     """Continue each row of ``prompt`` (B, P) by up to ``max_new_tokens`` ids -> (B, n), n <= max_new_tokens.
 
     Args:
@@ -124,7 +148,9 @@ def generate(model: Steppable, prompt: Tensor, max_new_tokens: int, sampling: Sa
     if prompt.dim() != 2 or prompt.size(1) == 0:
         raise ValueError(f"the prompt must be a (batch, length >= 1) tensor of ids, got shape {tuple(prompt.shape)}")
     if model.context is not None and prompt.size(1) + max_new_tokens > model.context:
-        raise ValueError(f"a prompt of {prompt.size(1)} tokens and {max_new_tokens} new ones would run past the model's context of {model.context} tokens (fit_to_context cuts the prompt)")
+        raise ValueError(
+            f"a prompt of {prompt.size(1)} tokens and {max_new_tokens} new ones would run past the model's context of {model.context} tokens (fit_to_context cuts the prompt)"
+        )
     text, state = prompt, {}
     ended = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
     for i in range(max_new_tokens):

@@ -8,6 +8,7 @@ leave the batch, so a long one does not make the short ones pay.
 
 Searches return token ids without BOS and EOS, one list per source sequence.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Protocol
@@ -41,7 +42,10 @@ def cached(model: Generative) -> Stepper:
 
 def uncached(model: Generative) -> Stepper:
     """The decoder re-run over the whole prefix; only the last position goes through the output layer."""
-    return lambda prefix, state: (model.project(model.decode_features(prefix, state["memory"], state["memory_mask"])[:, -1:], state)[:, -1], state)
+    return lambda prefix, state: (
+        model.project(model.decode_features(prefix, state["memory"], state["memory_mask"])[:, -1:], state)[:, -1],
+        state,
+    )
 
 
 def repeated_ngram_ban(prefix: Tensor, n: int) -> Tensor:
@@ -113,7 +117,16 @@ def reorder(state: State, index: Tensor) -> State:
     return {k: v.index_select(0, index) for k, v in state.items()}
 
 
-def _begin(model: Generative, src: Tensor, src_mask: Tensor | None, cache: bool, no_repeat_ngram: int, min_len: int, eos: int, normalise: bool) -> tuple[State, Stepper]:
+def _begin(
+    model: Generative,
+    src: Tensor,
+    src_mask: Tensor | None,
+    cache: bool,
+    no_repeat_ngram: int,
+    min_len: int,
+    eos: int,
+    normalise: bool,
+) -> tuple[State, Stepper]:
     """The generation state and the stepper: scores (log-probabilities if ``normalise``), with repeats and early ends pruned.
 
     Greedy search needs only the argmax, so it skips the normalisation (a softmax over the
@@ -126,7 +139,18 @@ def _begin(model: Generative, src: Tensor, src_mask: Tensor | None, cache: bool,
 
 
 @torch.no_grad()
-def greedy(model: Generative, src: Tensor, src_mask: Tensor | None, *, bos: int, eos: int, max_len: int, cache: bool = True, no_repeat_ngram: int = 0, min_len: int = 0) -> list[list[int]]:
+def greedy(
+    model: Generative,
+    src: Tensor,
+    src_mask: Tensor | None,
+    *,
+    bos: int,
+    eos: int,
+    max_len: int,
+    cache: bool = True,
+    no_repeat_ngram: int = 0,
+    min_len: int = 0,
+) -> list[list[int]]:
     """The most likely next token at every step, for a batch of sources (B, L).
 
     Args:
@@ -165,7 +189,20 @@ def gnmt_penalty(length: int, alpha: float) -> float:
 
 
 @torch.no_grad()
-def beam_search(model: Generative, src: Tensor, src_mask: Tensor | None, *, bos: int, eos: int, max_len: int, beam_size: int = 4, length_penalty: float = 0.6, cache: bool = True, no_repeat_ngram: int = 0, min_len: int = 0) -> list[list[int]]:
+def beam_search(
+    model: Generative,
+    src: Tensor,
+    src_mask: Tensor | None,
+    *,
+    bos: int,
+    eos: int,
+    max_len: int,
+    beam_size: int = 4,
+    length_penalty: float = 0.6,
+    cache: bool = True,
+    no_repeat_ngram: int = 0,
+    min_len: int = 0,
+) -> list[list[int]]:
     """Beam search for a batch of sources (B, L); the best finished hypothesis per source.
 
     Each step keeps the ``beam_size`` best unfinished continuations; a hypothesis that ends

@@ -5,6 +5,7 @@ A translation model: its encoder's and decoder's self-attention and the cross-at
 its greedy output and the source (the alignment). The task says what its example looks like
 (``suite.types.ShowsAttention``); ``suite.report.attention_maps`` captures and draws.
 """
+
 from __future__ import annotations
 
 from itertools import islice
@@ -22,7 +23,15 @@ from suite.runtime.tracking import Tracker
 from suite.types import ShowsAttention
 
 
-def attention_maps_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, checkpoint: str, example: int = 0, split: str = "test") -> dict[str, Any]:
+def attention_maps_job(
+    cfg: DictConfig,
+    device: torch.device,
+    run_dir: Path,
+    tracker: Tracker,
+    checkpoint: str,
+    example: int = 0,
+    split: str = "test",
+) -> dict[str, Any]:
     """Draw the attention of the weights in ``checkpoint`` on example ``example`` of ``split`` (in loader order); returns the record's fields.
 
     Args:
@@ -33,7 +42,9 @@ def attention_maps_job(cfg: DictConfig, device: torch.device, run_dir: Path, tra
     prepared = prepare(cfg, device)
     task, model = prepared.task, prepared.model
     if not isinstance(task, ShowsAttention):
-        raise ValueError(f"task {task.name!r} cannot show its examples (suite.types.ShowsAttention): attention maps need a task of tokens")
+        raise ValueError(
+            f"task {task.name!r} cannot show its examples (suite.types.ShowsAttention): attention maps need a task of tokens"
+        )
     if not any(isinstance(m, MultiHeadAttention) for m in model.modules()):
         raise ValueError(f"model {cfg.model.name!r} has no attention layers to draw (a recurrent model?)")
     load_weights(model, checkpoint, device)
@@ -47,4 +58,9 @@ def attention_maps_job(cfg: DictConfig, device: torch.device, run_dir: Path, tra
     maps = read(model, shown)
     title = f"{task.name}/{task.dataset} {split} example {example}, {cfg.model.name} ({(cfg.model.get('attention') or {}).get('_target_', '').rpartition('.')[2]})"
     paths = draw(maps, shown, run_dir, title)
-    return {**prepared.ok_fields(), "steps": 0, "stop_reason": "attention maps", "artifacts": [str(p.relative_to(run_dir)) for p in paths]}
+    return {
+        **prepared.ok_fields(),
+        "steps": 0,
+        "stop_reason": "attention maps",
+        "artifacts": [str(p.relative_to(run_dir)) for p in paths],
+    }

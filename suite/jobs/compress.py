@@ -9,6 +9,7 @@ under ``<run dir>/compressed/``. Both models are scored on test (the compressed 
 too) and timed interleaved in this process; the record's ``compression`` holds the sizes, the
 weight counts and the ratios (``suite/compress/``, README).
 """
+
 from __future__ import annotations
 
 import logging
@@ -37,29 +38,60 @@ def method_of(cfg: DictConfig) -> tuple[Method, DictConfig | None]:
     """The configured method (its settings checked on construction) and the run's config with the method's student as its model, if it has one."""
     if cfg.get("compress") is None:
         raise ValueError("job=compress needs a method: compress=<name>, one of conf/compress/*.yaml")
-    settings = {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v for k, v in cfg.compress.items() if k != STUDENT}
+    settings = {
+        k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v
+        for k, v in cfg.compress.items()
+        if k != STUDENT
+    }
     student_root = None
-    if cfg.compress.get(STUDENT) is not None:  # a model config: its relative interpolations (${..d_model}) now read its own keys
+    if (
+        cfg.compress.get(STUDENT) is not None
+    ):  # a model config: its relative interpolations (${..d_model}) now read its own keys
         student_root = cfg.copy()
         with open_dict(student_root):
             student_root.model = OmegaConf.to_container(cfg.compress[STUDENT], resolve=False)
     return instantiate(settings, _convert_="all"), student_root
 
 
-def fine_tuned(method: Method, model: torch.nn.Module, reference: torch.nn.Module, cfg: DictConfig, context: Context, run_dir: Path, tracker: Tracker) -> tuple[torch.nn.Module, dict[str, Any]]:
+def fine_tuned(
+    method: Method,
+    model: torch.nn.Module,
+    reference: torch.nn.Module,
+    cfg: DictConfig,
+    context: Context,
+    run_dir: Path,
+    tracker: Tracker,
+) -> tuple[torch.nn.Module, dict[str, Any]]:
     """The model after the method's fine-tuning (its trainer settings over the run's), and what the fit did."""
     trainer = instantiate(OmegaConf.merge(cfg.trainer, method.fine_tune))
-    fit = trainer.fit(model, method.training_task(context.task, reference), context.device, context.seed, checkpoint_dir=run_dir / "checkpoints",
-                      tracker=tracker, callbacks=method.callbacks(), identity=resume_identity(cfg) | {"compress": method.describe()})
-    return fit.model, {"fine_tune_steps": fit.steps, "fine_tune_seconds": fit.train_seconds, "fine_tune_best_epoch": fit.best_epoch,
-                       "fine_tune_stop_reason": fit.stop_reason}
+    fit = trainer.fit(
+        model,
+        method.training_task(context.task, reference),
+        context.device,
+        context.seed,
+        checkpoint_dir=run_dir / "checkpoints",
+        tracker=tracker,
+        callbacks=method.callbacks(),
+        identity=resume_identity(cfg) | {"compress": method.describe()},
+    )
+    return fit.model, {
+        "fine_tune_steps": fit.steps,
+        "fine_tune_seconds": fit.train_seconds,
+        "fine_tune_best_epoch": fit.best_epoch,
+        "fine_tune_stop_reason": fit.stop_reason,
+    }
 
 
 def footprint(model: torch.nn.Module, artefact_bytes: int, prefix: str = "") -> dict[str, float]:
     """Bytes, weights held, non-zero weights and bits per weight of one model (Linear bytes where it has torch Linear layers)."""
     weights, nonzero = count_weights(model)
-    out = {f"{prefix}bytes": float(artefact_bytes), f"{prefix}weights": float(weights), f"{prefix}nonzero_weights": float(nonzero),
-           f"{prefix}sparsity": 1.0 - nonzero / max(1, weights), f"{prefix}bits_per_weight": bits_per_weight(artefact_bytes, weights)}
+    out = {
+        f"{prefix}bytes": float(artefact_bytes),
+        f"{prefix}weights": float(weights),
+        f"{prefix}nonzero_weights": float(nonzero),
+        f"{prefix}sparsity": 1.0 - nonzero / max(1, weights),
+        f"{prefix}bits_per_weight": bits_per_weight(artefact_bytes, weights),
+    }
     if not hasattr(model, "stored_weights"):
         out[f"{prefix}linear_bytes"], out[f"{prefix}linear_layers"] = map(float, linear_bytes(model))
     return out
@@ -67,16 +99,29 @@ def footprint(model: torch.nn.Module, artefact_bytes: int, prefix: str = "") -> 
 
 def ratios(f: dict[str, float]) -> dict[str, float]:
     """How many times smaller and faster the compressed model is than the reference (above 1: better), from the figures of both."""
-    out = {"size_ratio": f["reference_bytes"] / f["bytes"], "latency_speedup": f["reference_latency_ms"] / f["latency_ms"],
-           "throughput_speedup": f["throughput_items_per_s"] / f["reference_throughput_items_per_s"]}
+    out = {
+        "size_ratio": f["reference_bytes"] / f["bytes"],
+        "latency_speedup": f["reference_latency_ms"] / f["latency_ms"],
+        "throughput_speedup": f["throughput_items_per_s"] / f["reference_throughput_items_per_s"],
+    }
     if "generate_tokens_per_s" in f:  # a task that writes sequences: its greedy generation too
         out["generate_speedup"] = f["generate_tokens_per_s"] / f["reference_generate_tokens_per_s"]
-    if f.get("linear_layers") == f["reference_linear_layers"]:  # the same layers (an LSTM student's are not the teacher's)
+    if (
+        f.get("linear_layers") == f["reference_linear_layers"]
+    ):  # the same layers (an LSTM student's are not the teacher's)
         out["linear_size_ratio"] = f["reference_linear_bytes"] / f["linear_bytes"]
     return out
 
 
-def measured(task: Any, model: torch.nn.Module, reference: torch.nn.Module, artefact: Path, example: Any, device: torch.device, timing: dict[str, Any]) -> dict[str, float]:
+def measured(
+    task: Any,
+    model: torch.nn.Module,
+    reference: torch.nn.Module,
+    artefact: Path,
+    example: Any,
+    device: torch.device,
+    timing: dict[str, Any],
+) -> dict[str, float]:
     """Size, weights and speed of the compressed model and of the reference (``reference_*``), timed interleaved, and their ratios.
 
     Args:
@@ -86,20 +131,40 @@ def measured(task: Any, model: torch.nn.Module, reference: torch.nn.Module, arte
     if timing["bf16_reference"]:
         variants["reference_bf16_autocast"] = (reference, "bf16")
     speed = compare_speed(task, variants, example, device, timing["warmup"], timing["repeats"], timing["min_time_s"])
-    figures = footprint(model, file_bytes(artefact)) | footprint(reference, serialized_bytes(reference.state_dict()), "reference_")
-    figures |= speed["compressed"] | {f"{name}_{k}": v for name, values in speed.items() if name != "compressed" for k, v in values.items() if k != "others_cpu_share"}
+    figures = footprint(model, file_bytes(artefact)) | footprint(
+        reference, serialized_bytes(reference.state_dict()), "reference_"
+    )
+    figures |= speed["compressed"] | {
+        f"{name}_{k}": v
+        for name, values in speed.items()
+        if name != "compressed"
+        for k, v in values.items()
+        if k != "others_cpu_share"
+    }
     return figures | ratios(figures)
 
 
 def no_checkpoint(cfg: DictConfig) -> str:
     """What to do when job=compress has no weights to compress: the setting, and the command that trains them."""
-    return (f"job=compress needs trained weights: set job.checkpoint=<run dir>/checkpoints/best.pt. Train them first with the same "
-            f"task and model, e.g. python -m suite.run task={cfg.task.name} model={cfg.model.name} hydra.run.dir=runs/teacher "
-            f"(then job.checkpoint=runs/teacher/checkpoints/best.pt)")
+    return (
+        f"job=compress needs trained weights: set job.checkpoint=<run dir>/checkpoints/best.pt. Train them first with the same "
+        f"task and model, e.g. python -m suite.run task={cfg.task.name} model={cfg.model.name} hydra.run.dir=runs/teacher "
+        f"(then job.checkpoint=runs/teacher/checkpoints/best.pt)"
+    )
 
 
-def compress_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, checkpoint: str | None = None, batch_size: int = 32, warmup: int = 3,
-                 repeats: int = 10, min_time_s: float = 10.0, bf16_reference: bool = True) -> dict[str, Any]:
+def compress_job(
+    cfg: DictConfig,
+    device: torch.device,
+    run_dir: Path,
+    tracker: Tracker,
+    checkpoint: str | None = None,
+    batch_size: int = 32,
+    warmup: int = 3,
+    repeats: int = 10,
+    min_time_s: float = 10.0,
+    bf16_reference: bool = True,
+) -> dict[str, Any]:
     """Compress the weights at ``checkpoint`` with ``cfg.compress``; returns the record's fields.
 
     Args:
@@ -139,15 +204,46 @@ def compress_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: 
     timing = {"warmup": warmup, "repeats": repeats, "min_time_s": min_time_s, "bf16_reference": bf16_reference}
     figures = measured(task, model, reference, artefact, example, device, timing)
     primary = task.primary_metric
-    compression = method.describe() | figures | fit | {
-        "artefact": str(artefact.relative_to(run_dir)), "checkpoint": str(checkpoint), "compress_seconds": seconds,
-        "reference_metrics": reference_test, "primary_delta": test[primary] - reference_test[primary],
-        "max_abs_output_difference": output_difference(task, model, reference, example, device), "threads": torch.get_num_threads(),
-    } | ({"student": model_label(student_root.model)} if student_root is not None else {})
-    tracker.summary({f"test/{k}": v for k, v in test.items()} | {f"compression/{k}": v for k, v in compression.items() if isinstance(v, (int, float))})
-    log.info("%s: %s %.4g (reference %.4g), %.2fx smaller, %.2fx throughput, %.2fx latency", method.name, primary, test[primary],
-             reference_test[primary], figures["size_ratio"], figures["throughput_speedup"], figures["latency_speedup"])
-    return dict(**prepared.ok_fields() | {"params": int(figures["weights"])}, metrics={**test, **{f"val_{k}": v for k, v in val.items()}},
-                speed={k: figures[k] for k in ("latency_ms", "throughput_items_per_s", "throughput_tokens_per_s", "generate_tokens_per_s") if k in figures},
-                steps=fit.get("fine_tune_steps", 0), train_seconds=fit.get("fine_tune_seconds", 0.0), stop_reason=fit.get("fine_tune_stop_reason", "compressed"),
-                precision="fp32", compression=compression)
+    compression = (
+        method.describe()
+        | figures
+        | fit
+        | {
+            "artefact": str(artefact.relative_to(run_dir)),
+            "checkpoint": str(checkpoint),
+            "compress_seconds": seconds,
+            "reference_metrics": reference_test,
+            "primary_delta": test[primary] - reference_test[primary],
+            "max_abs_output_difference": output_difference(task, model, reference, example, device),
+            "threads": torch.get_num_threads(),
+        }
+        | ({"student": model_label(student_root.model)} if student_root is not None else {})
+    )
+    tracker.summary(
+        {f"test/{k}": v for k, v in test.items()}
+        | {f"compression/{k}": v for k, v in compression.items() if isinstance(v, (int, float))}
+    )
+    log.info(
+        "%s: %s %.4g (reference %.4g), %.2fx smaller, %.2fx throughput, %.2fx latency",
+        method.name,
+        primary,
+        test[primary],
+        reference_test[primary],
+        figures["size_ratio"],
+        figures["throughput_speedup"],
+        figures["latency_speedup"],
+    )
+    return dict(
+        **prepared.ok_fields() | {"params": int(figures["weights"])},
+        metrics={**test, **{f"val_{k}": v for k, v in val.items()}},
+        speed={
+            k: figures[k]
+            for k in ("latency_ms", "throughput_items_per_s", "throughput_tokens_per_s", "generate_tokens_per_s")
+            if k in figures
+        },
+        steps=fit.get("fine_tune_steps", 0),
+        train_seconds=fit.get("fine_tune_seconds", 0.0),
+        stop_reason=fit.get("fine_tune_stop_reason", "compressed"),
+        precision="fp32",
+        compression=compression,
+    )

@@ -11,6 +11,7 @@ context's figure would then credit it with needing none.)
     python -m suite.run -m experiment=context_use                                  # trains, then measures each model
     python -m suite.run task=language_model job=context_use job.checkpoint=<run dir>/checkpoints/best.pt
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -64,8 +65,20 @@ def context_use_job(
             scores = task.evaluate(model, (b.to(device) for b in batches[c]), device)
             curves["perplexity"].append(scores["perplexity"])
             curves["bits_per_byte"].append(scores["bits_per_byte"])
-            tracker.log({"context_use/perplexity": scores["perplexity"], "context_use/bits_per_byte": scores["bits_per_byte"]}, c)
+            tracker.log(
+                {"context_use/perplexity": scores["perplexity"], "context_use/bits_per_byte": scores["bits_per_byte"]},
+                c,
+            )
     enough = saturation(lengths, curves["perplexity"], tolerance)
-    found = {"context_saturation": float(enough), f"{split}_perplexity_at_{trained_for}": curves["perplexity"][-1], f"{split}_perplexity_at_{lengths[0]}": curves["perplexity"][0]}
+    found = {
+        "context_saturation": float(enough),
+        f"{split}_perplexity_at_{trained_for}": curves["perplexity"][-1],
+        f"{split}_perplexity_at_{lengths[0]}": curves["perplexity"][0],
+    }
     tracker.summary({f"context_use/{k}": v for k, v in found.items()})
-    return {**fields, "metrics": {**fields.get("metrics", {}), **found}, "curves": {**fields.get("curves", {}), **curves}, **choice.fields()}
+    return {
+        **fields,
+        "metrics": {**fields.get("metrics", {}), **found},
+        "curves": {**fields.get("curves", {}), **curves},
+        **choice.fields(),
+    }

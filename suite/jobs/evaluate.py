@@ -1,4 +1,5 @@
 """``job=evaluate``: score saved weights on 'val' and/or 'test' with the configured task, e.g. another decoding."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,11 +19,15 @@ def load_weights(model: torch.nn.Module, checkpoint: str | Path, device: torch.d
     """Load a training run's ``checkpoints/best.pt`` into ``model``, or say why it cannot be."""
     path = Path(checkpoint)
     if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}: a training run writes its best weights to <run dir>/checkpoints/best.pt")
+        raise FileNotFoundError(
+            f"no checkpoint at {path}: a training run writes its best weights to <run dir>/checkpoints/best.pt"
+        )
     try:
         model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
     except RuntimeError as err:
-        raise ValueError(f"checkpoint {path} does not fit this model: compose it with the task, model and vocabulary overrides of the run that trained it ({err})") from err
+        raise ValueError(
+            f"checkpoint {path} does not fit this model: compose it with the task, model and vocabulary overrides of the run that trained it ({err})"
+        ) from err
 
 
 def evaluation_task(task_cfg: DictConfig) -> Task:
@@ -31,7 +36,9 @@ def evaluation_task(task_cfg: DictConfig) -> Task:
     return task.for_evaluation() if isinstance(task, EvaluationVariant) else task
 
 
-def evaluate_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, checkpoint: str, splits: list[str]) -> dict[str, Any]:
+def evaluate_job(
+    cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, checkpoint: str, splits: list[str]
+) -> dict[str, Any]:
     """Score trained weights on ``splits`` ('val', 'test'); returns the record's fields.
 
     The task scores validation as it scores test (a decoding task decodes it with ``task.search``,

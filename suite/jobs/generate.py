@@ -9,6 +9,7 @@ run's W&B table ``samples``. Each prompt is read as the start of a document ([EO
 in training). A prompt that does not fit the context with the new tokens is cut from the left,
 with a warning; an empty prompt, or sampling settings out of range, are errors.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,10 +36,14 @@ def command_line_prompts(task: LanguageTask, prompts: str | list[str]) -> list[d
     """Prompts given as text -> [{'source', 'ids', 'reference'}]; an empty one is an error."""
     texts = [prompts] if isinstance(prompts, str) else list(prompts)
     if not texts:
-        raise ValueError("job.prompts is an empty list: give at least one prompt, or job.prompts=null to continue test-set prefixes")
+        raise ValueError(
+            "job.prompts is an empty list: give at least one prompt, or job.prompts=null to continue test-set prefixes"
+        )
     for i, text in enumerate(texts):
         if not str(text).strip():
-            raise ValueError(f"prompt {i} is empty: give some text to continue (job.prompts=null continues test-set prefixes instead)")
+            raise ValueError(
+                f"prompt {i} is empty: give some text to continue (job.prompts=null continues test-set prefixes instead)"
+            )
     return [{"source": "command line", "ids": task.encode(str(text)), "reference": None} for text in texts]
 
 
@@ -50,7 +55,13 @@ def test_prefixes(task: LanguageTask, n: int, prompt_tokens: int, reference_toke
     for k, text in enumerate(task.documents("test")):
         ids = task.encode(text)
         if len(ids) > prompt_tokens:
-            out.append({"source": f"test document {k}", "ids": ids[:prompt_tokens], "reference": task.decode(ids[prompt_tokens : prompt_tokens + reference_tokens])})
+            out.append(
+                {
+                    "source": f"test document {k}",
+                    "ids": ids[:prompt_tokens],
+                    "reference": task.decode(ids[prompt_tokens : prompt_tokens + reference_tokens]),
+                }
+            )
         if len(out) == n:
             break
     return out
@@ -85,7 +96,11 @@ def generate_job(
     if num_samples < 1:
         raise ValueError(f"job.num_samples must be >= 1, got {num_samples}")
     task, model, fields = trained_model(cfg, device, run_dir, tracker, checkpoint, job="generate")
-    todo = command_line_prompts(task, prompts) if prompts is not None else test_prefixes(task, test_prompts, prompt_tokens, max_new_tokens)
+    todo = (
+        command_line_prompts(task, prompts)
+        if prompts is not None
+        else test_prefixes(task, test_prompts, prompt_tokens, max_new_tokens)
+    )
     generator = torch.Generator(device=device).manual_seed(int(cfg.seed))
     rows, tokens, seconds = [], 0, 0.0
     for item in todo:
@@ -99,8 +114,18 @@ def generate_job(
         tokens += new.numel()  # every token computed, those after a row's end included
         for j, out in enumerate(new.tolist()):
             out = cut_at(out, task.eos_id())
-            rows.append({"source": item["source"], "sample": j, "prompt": task.decode(ids), "output": task.decode(out), "reference": item["reference"],
-                         "prompt_tokens": len(ids) - 1, "dropped_prompt_tokens": dropped, "new_tokens": len(out)})
+            rows.append(
+                {
+                    "source": item["source"],
+                    "sample": j,
+                    "prompt": task.decode(ids),
+                    "output": task.decode(out),
+                    "reference": item["reference"],
+                    "prompt_tokens": len(ids) - 1,
+                    "dropped_prompt_tokens": dropped,
+                    "new_tokens": len(out),
+                }
+            )
             log.info("%s, sample %d: %r -> %r", item["source"], j, rows[-1]["prompt"][-80:], rows[-1]["output"][:200])
     path = Path(run_dir) / SAMPLES_FILE
     path.parent.mkdir(parents=True, exist_ok=True)

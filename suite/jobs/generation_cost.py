@@ -12,6 +12,7 @@ Weights are random (speed does not depend on them) and nothing is read from disk
 
     python -m suite.run -m experiment=generation_cost
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -66,14 +67,29 @@ def generation_cost_job(
     model = build_language_model(cfg.model, vocab_size, context).to(device).eval()
     choice = numerics.choose(precision, device, model)
     precision = choice.precision
-    text = torch.randint(4, vocab_size, (batch_size, context), generator=torch.Generator().manual_seed(int(cfg.seed))).to(device)
-    curves: dict[str, list[float]] = {k: [] for k in ("length", "step_ms", "step_iqr_ms", "tokens_per_s", "uncached_step_ms", "state_bytes", "peak_step_bytes")}
+    text = torch.randint(
+        4, vocab_size, (batch_size, context), generator=torch.Generator().manual_seed(int(cfg.seed))
+    ).to(device)
+    curves: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "length",
+            "step_ms",
+            "step_iqr_ms",
+            "tokens_per_s",
+            "uncached_step_ms",
+            "state_bytes",
+            "peak_step_bytes",
+        )
+    }
     with torch.inference_mode(), numerics.autocast(precision, device):
         for t in lengths:
             _, state = model.step(text[:, :t], 0, {})
             cached = lambda: model.step(text[:, t : t + 1], t, state)  # noqa: E731 - the state is not changed: each call is the same step
             uncached = lambda: model.next_logits(text[:, : t + 1])  # noqa: E731
-            times = time_calls({"cached": cached, "uncached": uncached}, device, warmup=warmup, repeats=repeats, min_seconds=min_time_s)
+            times = time_calls(
+                {"cached": cached, "uncached": uncached}, device, warmup=warmup, repeats=repeats, min_seconds=min_time_s
+            )
             curves["length"].append(float(t))
             curves["step_ms"].append(times["cached"].median * 1e3)
             curves["step_iqr_ms"].append(times["cached"].spread * 1e3)
@@ -83,7 +99,22 @@ def generation_cost_job(
             curves["peak_step_bytes"].append(float(peak_memory(cached, device)))
         prompt, greedy = text[:, :prompt_tokens], Sampling("greedy")
         # the same headline as job=speed's for sequence-to-sequence models (its keys: generate_*)
-        speed = generation_speed(lambda cache: generate(model, prompt, compare_tokens, greedy, cache=cache).tolist(), device, warmup=1, repeats=max(1, repeats // 2), min_time_s=min_time_s)
+        speed = generation_speed(
+            lambda cache: generate(model, prompt, compare_tokens, greedy, cache=cache).tolist(),
+            device,
+            warmup=1,
+            repeats=max(1, repeats // 2),
+            min_time_s=min_time_s,
+        )
     speed["compare_tokens"] = float(compare_tokens)
     tracker.summary({f"generation/{k}": v for k, v in speed.items()})
-    return {"status": "ok", "dataset": str(cfg.task.get("dataset", "")), "seq_len": lengths[-1], "params": count_parameters(model), "speed": speed, "curves": curves, "steps": 0, **choice.fields()}
+    return {
+        "status": "ok",
+        "dataset": str(cfg.task.get("dataset", "")),
+        "seq_len": lengths[-1],
+        "params": count_parameters(model),
+        "speed": speed,
+        "curves": curves,
+        "steps": 0,
+        **choice.fields(),
+    }

@@ -5,6 +5,7 @@ For each position t of the input, the norm of d(loss)/d(x_t), where x_t is the e
 an RNN read at its last state the norm decays with the distance d = L - 1 - t (the vanishing
 gradient); attention reaches every position in one step.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -36,7 +37,15 @@ def input_gradient_norms(model: torch.nn.Module, task: Any, batch: Batch) -> tor
     return grad.norm(dim=-1).mean(dim=0)  # (L,)
 
 
-def gradient_flow_job(cfg: DictConfig, device: torch.device, run_dir: Any, tracker: Any, n_models: int = 3, batch_size: int = 32, train_mode: bool = False) -> dict[str, Any]:
+def gradient_flow_job(
+    cfg: DictConfig,
+    device: torch.device,
+    run_dir: Any,
+    tracker: Any,
+    n_models: int = 3,
+    batch_size: int = 32,
+    train_mode: bool = False,
+) -> dict[str, Any]:
     """Average input-gradient norm by distance from the output over ``n_models`` fresh initialisations.
 
     Args:

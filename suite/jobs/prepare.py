@@ -1,4 +1,5 @@
 """The set-up every job shares: the task with its data, the model on the device, and the record fields they fix."""
+
 from __future__ import annotations
 
 import logging
@@ -42,8 +43,14 @@ class Prepared:
 
     def ok_fields(self) -> dict[str, Any]:
         """The record fields every finished job on a task shares."""
-        return dict(status="ok", dataset=self.task.dataset, seq_len=self.task.seq_len(), params=self.params,
-                    split_sizes=self.task.split_sizes(), primary_metric=self.task.primary_metric)
+        return dict(
+            status="ok",
+            dataset=self.task.dataset,
+            seq_len=self.task.seq_len(),
+            params=self.params,
+            split_sizes=self.task.split_sizes(),
+            primary_metric=self.task.primary_metric,
+        )
 
 
 def prepare(cfg: DictConfig, device: torch.device, task: Task | None = None) -> Prepared:
@@ -51,7 +58,9 @@ def prepare(cfg: DictConfig, device: torch.device, task: Task | None = None) -> 
     task = ready(task if task is not None else instantiate(cfg.task))
     model = model_on(task, cfg.model, device)
     params = count_parameters(model)
-    log.info("%s/%s on %s: %d parameters, splits %s", task.name, model_label(cfg.model), device, params, task.split_sizes())
+    log.info(
+        "%s/%s on %s: %d parameters, splits %s", task.name, model_label(cfg.model), device, params, task.split_sizes()
+    )
     return Prepared(task, model, params)
 
 

@@ -1,4 +1,5 @@
 """``job=train``: fit on the training split, select on validation, evaluate test once."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,21 +30,53 @@ def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tra
     return train(cfg, device, run_dir, tracker)[2]
 
 
-def train(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, task: Task | None = None) -> tuple[Prepared, torch.nn.Module, dict[str, Any]]:
+def train(
+    cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, task: Task | None = None
+) -> tuple[Prepared, torch.nn.Module, dict[str, Any]]:
     """``job=train``'s work, for a job that goes on with the result: (the task and model it prepared, the best weights, the record's fields)."""
     world = distributed.current()
     prepared = prepare(cfg, device, task)
     task = prepared.task
     trainer = instantiate(cfg.trainer)
-    fit = trainer.fit(prepared.model, task, device, cfg.seed, checkpoint_dir=run_dir / "checkpoints", tracker=tracker,
-                      identity=resume_identity(cfg), world=world)
-    fields = dict(**prepared.ok_fields(), train_seconds=fit.train_seconds, steps=fit.steps, epochs=fit.epochs, stop_reason=fit.stop_reason,
-                  planned_steps=fit.planned_steps, precision=fit.precision, precision_reason=fit.precision_reason, resumed_at=fit.resumed_at, world_size=world.size,
-                  backend=world.backend)
+    fit = trainer.fit(
+        prepared.model,
+        task,
+        device,
+        cfg.seed,
+        checkpoint_dir=run_dir / "checkpoints",
+        tracker=tracker,
+        identity=resume_identity(cfg),
+        world=world,
+    )
+    fields = dict(
+        **prepared.ok_fields(),
+        train_seconds=fit.train_seconds,
+        steps=fit.steps,
+        epochs=fit.epochs,
+        stop_reason=fit.stop_reason,
+        planned_steps=fit.planned_steps,
+        precision=fit.precision,
+        precision_reason=fit.precision_reason,
+        resumed_at=fit.resumed_at,
+        world_size=world.size,
+        backend=world.backend,
+    )
     if not world.main:
         return prepared, fit.model, fields | {"speed": fit.speed}
     test, infer = trainer.score(fit.model, task, device, cfg.seed, "test")
     speed = fit.speed | infer
-    tracker.summary({f"test/{k}": v for k, v in test.items()} | {f"speed/{k}": v for k, v in speed.items()} | {"params": prepared.params})
-    return prepared, fit.model, fields | dict(metrics={**test, **{f"val_{k}": v for k, v in fit.val.items()}}, speed=speed,
-                                              artifacts=written_artifacts(task, fit.model, run_dir, device))
+    tracker.summary(
+        {f"test/{k}": v for k, v in test.items()}
+        | {f"speed/{k}": v for k, v in speed.items()}
+        | {"params": prepared.params}
+    )
+    return (
+        prepared,
+        fit.model,
+        fields
+        | dict(
+            metrics={**test, **{f"val_{k}": v for k, v in fit.val.items()}},
+            speed=speed,
+            artifacts=written_artifacts(task, fit.model, run_dir, device),
+        ),
+    )

@@ -5,6 +5,7 @@ test and validation metrics, steps, speed) and then works on its best weights, i
 prepared (no second read of the data or fit of the tokenizer), so one
 command trains a model and samples from it or measures it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,11 +30,15 @@ def language_task(cfg: DictConfig, job: str) -> LanguageTask:
     return task
 
 
-def trained_model(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, checkpoint: str | None, job: str) -> tuple[LanguageTask, torch.nn.Module, dict[str, Any]]:
+def trained_model(
+    cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, checkpoint: str | None, job: str
+) -> tuple[LanguageTask, torch.nn.Module, dict[str, Any]]:
     """(task, model in eval mode with trained weights, record fields): from ``checkpoint``, or trained here first."""
     task = language_task(cfg, job)  # a wrong task is refused before any data is read or any training
     if checkpoint is None:
-        prepared, model, fields = train(cfg, device, run_dir, tracker, task)  # the best weights, as job=train leaves them
+        prepared, model, fields = train(
+            cfg, device, run_dir, tracker, task
+        )  # the best weights, as job=train leaves them
         return prepared.task, model.eval(), fields
     prepared = prepare(cfg, device, task)
     load_weights(prepared.model, checkpoint, device)

@@ -4,6 +4,7 @@ A speed figure on a shared machine is only as good as the quiet it was taken in:
 VM a second busy process moved a recurrent point by up to 1.4x. Speed records carry this share,
 so a figure that disagrees with another run can be checked against the load it saw.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,7 +46,9 @@ class OthersLoad:
         self._busy, self._own, self._wall = busy_cpu_seconds(self.stat), own_cpu_seconds(), time.perf_counter()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         busy, wall = busy_cpu_seconds(self.stat), time.perf_counter() - self._wall
         if busy is None or self._busy is None or wall <= 0:
             return

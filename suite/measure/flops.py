@@ -2,6 +2,7 @@
 
 The peak is the MFU denominator: square matmuls, warmed up, best of several rounds.
 """
+
 from __future__ import annotations
 
 import math
@@ -79,8 +80,14 @@ class Peak:
 
 
 @cache  # per process, device, size and type: every point of a sweep in one process divides by the same peak
-def matmul_peak(device: torch.device, size: int | None = None, dtype: torch.dtype = torch.float32, rounds: int = 5, round_seconds: float = 0.4,
-                warmup_seconds: float = 1.0) -> Peak:
+def matmul_peak(
+    device: torch.device,
+    size: int | None = None,
+    dtype: torch.dtype = torch.float32,
+    rounds: int = 5,
+    round_seconds: float = 0.4,
+    warmup_seconds: float = 1.0,
+) -> Peak:
     """Square matmuls timed in ``rounds`` rounds after ``warmup_seconds`` of untimed ones; the best round's median is the peak.
 
     The best, not the median of the rounds: the MFU denominator is what the machine can reach, and
@@ -95,6 +102,9 @@ def matmul_peak(device: torch.device, size: int | None = None, dtype: torch.dtyp
     while time.perf_counter() - started < warmup_seconds:
         a @ b
     sync(device)
-    medians = [time_calls({"mm": lambda: a @ b}, device, warmup=0, repeats=2, min_seconds=round_seconds)["mm"].median for _ in range(rounds)]
+    medians = [
+        time_calls({"mm": lambda: a @ b}, device, warmup=0, repeats=2, min_seconds=round_seconds)["mm"].median
+        for _ in range(rounds)
+    ]
     flops = tuple(2 * size**3 / t for t in medians)
     return Peak(max(flops), flops, size, str(dtype).removeprefix("torch."))

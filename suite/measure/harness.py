@@ -7,6 +7,7 @@ model writes sequences (``suite.types.Generates``) also has its generation timed
 without the cache. ``job=speed`` records one point with it; compression and the profilers use
 its pieces.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,7 +37,13 @@ def first_batch(task: Any, batch_size: int, seed: int) -> Batch:
 def head(batch: Batch, n: int) -> Batch:
     """The batch's first ``n`` examples (the counts are not recomputed: they serve no figure here)."""
     rows = lambda t: None if t is None else t[:n]  # noqa: E731
-    return replace(batch, inputs=rows(batch.inputs), targets=rows(batch.targets), pad_mask=rows(batch.pad_mask), extra={k: rows(v) for k, v in batch.extra.items()})
+    return replace(
+        batch,
+        inputs=rows(batch.inputs),
+        targets=rows(batch.targets),
+        pad_mask=rows(batch.pad_mask),
+        extra={k: rows(v) for k, v in batch.extra.items()},
+    )
 
 
 def seconds(fn: Callable[[], object], device: torch.device) -> float:
@@ -48,13 +55,21 @@ def seconds(fn: Callable[[], object], device: torch.device) -> float:
     return time.perf_counter() - start
 
 
-def generation_speed(generate: Generate, device: torch.device, warmup: int, repeats: int, min_time_s: float = 0.0) -> dict[str, float]:
+def generation_speed(
+    generate: Generate, device: torch.device, warmup: int, repeats: int, min_time_s: float = 0.0
+) -> dict[str, float]:
     """Generated tokens per second with the cache and without it (timed interleaved), and their ratio.
 
     ``generate(cache)`` must produce the same number of tokens either way (no early end).
     """
     tokens = sum(len(ids) for ids in generate(True))  # also the first warm-up
-    times = time_calls({"cached": lambda: generate(True), "uncached": lambda: generate(False)}, device, warmup=max(0, warmup - 1), repeats=repeats, min_seconds=min_time_s)
+    times = time_calls(
+        {"cached": lambda: generate(True), "uncached": lambda: generate(False)},
+        device,
+        warmup=max(0, warmup - 1),
+        repeats=repeats,
+        min_seconds=min_time_s,
+    )
     cached, uncached = tokens / times["cached"].median, tokens / times["uncached"].median
     return {
         "generate_tokens_per_s": cached,
@@ -66,7 +81,9 @@ def generation_speed(generate: Generate, device: torch.device, warmup: int, repe
     }
 
 
-SCHEDULE_STEPS = 10_000  # the length of the timed step's schedule: any will do, a learning rate does not change a step's time
+SCHEDULE_STEPS = (
+    10_000  # the length of the timed step's schedule: any will do, a learning rate does not change a step's time
+)
 
 
 def trainer_update(cfg: Any, model: torch.nn.Module) -> Update:
@@ -74,7 +91,9 @@ def trainer_update(cfg: Any, model: torch.nn.Module) -> Update:
     return instantiate(cfg.trainer).update(model, total_steps=SCHEDULE_STEPS)
 
 
-def training_step(model: torch.nn.Module, task: Any, batch: Batch, update: Update, precision: str, device: torch.device) -> Callable[[], None]:
+def training_step(
+    model: torch.nn.Module, task: Any, batch: Batch, update: Update, precision: str, device: torch.device
+) -> Callable[[], None]:
     """One training step of ``model`` on ``batch`` as a call: the step training takes (``suite.training.step.optimizer_step``)."""
 
     def step() -> None:
@@ -84,7 +103,9 @@ def training_step(model: torch.nn.Module, task: Any, batch: Batch, update: Updat
     return step
 
 
-def inferring(model: torch.nn.Module, fn: Callable[[], object], precision: str, device: torch.device) -> Callable[[], object]:
+def inferring(
+    model: torch.nn.Module, fn: Callable[[], object], precision: str, device: torch.device
+) -> Callable[[], object]:
     """``fn`` (a forward pass of ``model``) in eval mode, without gradients, under ``precision`` autocast, as a call."""
 
     def run() -> object:
@@ -95,8 +116,18 @@ def inferring(model: torch.nn.Module, fn: Callable[[], object], precision: str, 
     return run
 
 
-def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch.device, update: Update, warmup: int, repeats: int, time_budget_s: float,
-                  precision: str = "fp32", min_time_s: float = 0.0) -> dict[str, float]:
+def measure_model(
+    model: torch.nn.Module,
+    task: Any,
+    batch: Batch,
+    device: torch.device,
+    update: Update,
+    warmup: int,
+    repeats: int,
+    time_budget_s: float,
+    precision: str = "fp32",
+    min_time_s: float = 0.0,
+) -> dict[str, float]:
     """Training-step and inference time, latency per sequence, peak memory and FLOPs of one model on one batch.
 
     ``update`` is what the timed step updates the weights with (the run's trainer: ``Trainer.update``).
@@ -113,10 +144,20 @@ def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch
     first = seconds(train_step, device)  # also the first warm-up; its time predicts the point's cost
     predicted = first * (warmup + repeats) * 2.5  # training, inference and latency, generously
     if generate is not None:
-        predicted += (seconds(lambda: generate(True), device) + seconds(lambda: generate(False), device)) * (warmup + repeats)
+        predicted += (seconds(lambda: generate(True), device) + seconds(lambda: generate(False), device)) * (
+            warmup + repeats
+        )
     if predicted > time_budget_s:
-        raise PointTimeout(f"first training step took {first:.1f}s; the point would need ~{predicted:.0f}s > budget {time_budget_s:.0f}s")
-    times = time_calls({"train": train_step, "infer": infer(), "latency": infer(head(batch, 1))}, device, warmup=max(0, warmup - 1), repeats=repeats, min_seconds=min_time_s)
+        raise PointTimeout(
+            f"first training step took {first:.1f}s; the point would need ~{predicted:.0f}s > budget {time_budget_s:.0f}s"
+        )
+    times = time_calls(
+        {"train": train_step, "infer": infer(), "latency": infer(head(batch, 1))},
+        device,
+        warmup=max(0, warmup - 1),
+        repeats=repeats,
+        min_seconds=min_time_s,
+    )
     tokens = batch.n_tokens
     figures = {
         "train_tokens_per_s": tokens / times["train"].median,
@@ -140,7 +181,9 @@ def measure_model(model: torch.nn.Module, task: Any, batch: Batch, device: torch
         "timed_rounds": float(len(times["train"].samples)),
         "tokens": float(tokens),
     }
-    if (share := times["train"].others_cpu_share) is not None:  # how quiet the machine was while the figures above were timed
+    if (
+        share := times["train"].others_cpu_share
+    ) is not None:  # how quiet the machine was while the figures above were timed
         figures["others_cpu_share"] = share
     if generate is not None:
         figures |= generation_speed(generate, device, warmup, repeats, min_time_s)

@@ -1,4 +1,5 @@
 """Peak memory of one call, on CUDA and on the CPU."""
+
 from __future__ import annotations
 
 from typing import Callable
@@ -24,7 +25,9 @@ def peak_memory(fn: Callable[[], object], device: torch.device) -> int:
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
-    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"), key=lambda e: e.start_ns())
+    events = sorted(
+        (e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"), key=lambda e: e.start_ns()
+    )
     current = peak = 0
     for event in events:
         current += event.nbytes()  # negative for a free

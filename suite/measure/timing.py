@@ -3,6 +3,7 @@
 This is the one timing primitive of the suite; benchmarks build on it and report the median
 and the spread, never a single sample.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -42,7 +43,14 @@ def summarise(samples: list[float]) -> Timing:
     return Timing(med, q1, q3, samples)
 
 
-def time_calls(fns: dict[str, Callable[[], object]], device: torch.device, warmup: int = 3, repeats: int = 10, min_seconds: float = 0.0, max_repeats: int = 1000) -> dict[str, Timing]:
+def time_calls(
+    fns: dict[str, Callable[[], object]],
+    device: torch.device,
+    warmup: int = 3,
+    repeats: int = 10,
+    min_seconds: float = 0.0,
+    max_repeats: int = 1000,
+) -> dict[str, Timing]:
     """Time several callables, interleaved (A B A B ...) so drift in the machine hits all alike.
 
     At least ``repeats`` rounds, and more (up to ``max_repeats``) until the timed rounds span

@@ -3,6 +3,7 @@
 The task supplies what its inputs are (token, patch or residue embedding) and how many
 classes there are; the model config supplies the backbone, positions and pooling.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,7 +26,15 @@ class Classifier(nn.Module):
         dropout: on the embedded input.
     """
 
-    def __init__(self, content: nn.Module, positions: nn.Module, pooler: nn.Module, backbone: nn.Module, head: nn.Module, dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        content: nn.Module,
+        positions: nn.Module,
+        pooler: nn.Module,
+        backbone: nn.Module,
+        head: nn.Module,
+        dropout: float = 0.0,
+    ) -> None:
         super().__init__()
         self.content, self.positions, self.pooler = content, positions, pooler
         self.backbone, self.head = backbone, head

@@ -11,6 +11,7 @@ scattered onto the source's token ids:
 The head sits after any decoder (Transformer or recurrent): it reads only the decoder states,
 the memory and the source ids. Source and target ids must index one vocabulary.
 """
+
 from __future__ import annotations
 
 import math

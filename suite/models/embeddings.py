@@ -1,4 +1,5 @@
 """Input embeddings (what a token becomes) and position encodings (where it is)."""
+
 from __future__ import annotations
 
 import math
@@ -116,5 +117,7 @@ class PatchEmbedding(nn.Module):
     def forward(self, images: Tensor) -> Tensor:
         h, w = images.shape[-2:]
         if h % self.patch_size or w % self.patch_size:
-            raise ValueError(f"image of {h}x{w} pixels does not divide into {self.patch_size}x{self.patch_size} patches")
+            raise ValueError(
+                f"image of {h}x{w} pixels does not divide into {self.patch_size}x{self.patch_size} patches"
+            )
         return self.proj(images).flatten(2).transpose(1, 2)  # (B, D, H/P, W/P) -> (B, N, D)

@@ -3,6 +3,7 @@
 A pooler may add a token to the input (the [CLS] token); ``prepend`` does that before
 positions are added, so [CLS] gets position 0 as in BERT and ViT.
 """
+
 from __future__ import annotations
 
 import torch
@@ -95,7 +96,9 @@ class Generator(nn.Module):
         self.proj = nn.Linear(d_model, vocab_size, bias=False)
         if tie_to is not None:
             if tie_to.weight.shape != self.proj.weight.shape:
-                raise ValueError(f"cannot tie a {tuple(self.proj.weight.shape)} output to a {tuple(tie_to.weight.shape)} embedding")
+                raise ValueError(
+                    f"cannot tie a {tuple(self.proj.weight.shape)} output to a {tuple(tie_to.weight.shape)} embedding"
+                )
             self.proj.weight = tie_to.weight
 
     def forward(self, h: Tensor) -> Tensor:

@@ -10,6 +10,7 @@ the stack is built:
   (Radford et al. 2019; also BERT's and torchvision ViT's 0.02).
 - ``xavier``: Xavier-uniform Linear weights and zero biases, as ``torch.nn.Transformer`` does.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,7 +23,9 @@ RESIDUAL_PROJECTIONS = ("out_proj", "linear2")
 
 def gpt2(stack: nn.Module, std: float = 0.02) -> None:
     """GPT-2's initialisation of every Linear in ``stack`` (LayerNorms keep weight 1, bias 0)."""
-    residual = [name for name, m in stack.named_modules() if isinstance(m, nn.Linear) and name.endswith(RESIDUAL_PROJECTIONS)]
+    residual = [
+        name for name, m in stack.named_modules() if isinstance(m, nn.Linear) and name.endswith(RESIDUAL_PROJECTIONS)
+    ]
     scaled = std / math.sqrt(max(1, len(residual)))
     for name, module in stack.named_modules():
         if isinstance(module, nn.Linear):

@@ -7,6 +7,7 @@ recurrence knows the order) it is the classic recurrent language model. One clas
 one training loop serve both; ``step`` lets ``suite.generation.sampling`` add a token at a time, each
 backbone carrying its own state (a key/value cache, running sums, a recurrent state).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -33,10 +34,20 @@ class LanguageModel(nn.Module):
             stops there rather than run past it silently.
     """
 
-    def __init__(self, embed: TokenEmbedding, positions: nn.Module, backbone: nn.Module, generator: Generator, dropout: float = 0.0, context: int | None = None) -> None:
+    def __init__(
+        self,
+        embed: TokenEmbedding,
+        positions: nn.Module,
+        backbone: nn.Module,
+        generator: Generator,
+        dropout: float = 0.0,
+        context: int | None = None,
+    ) -> None:
         super().__init__()
         if not isinstance(backbone, CausalBackbone):
-            raise TypeError(f"a language model needs a causal backbone with a step method, got {type(backbone).__name__}")
+            raise TypeError(
+                f"a language model needs a causal backbone with a step method, got {type(backbone).__name__}"
+            )
         self.embed, self.positions, self.backbone, self.generator = embed, positions, backbone, generator
         self.dropout = nn.Dropout(dropout)
         self.context = context
@@ -64,7 +75,9 @@ class LanguageModel(nn.Module):
         return self.generator(h), state
 
 
-def build_language_model(model_cfg: Any, vocab_size: int, context: int, pad_id: int = 0, tie_output: bool = True) -> LanguageModel:
+def build_language_model(
+    model_cfg: Any, vocab_size: int, context: int, pad_id: int = 0, tie_output: bool = True
+) -> LanguageModel:
     """A ``LanguageModel`` from a ``conf/model/*.yaml`` node: its ``backbone`` built causal, its ``positions``.
 
     Args:
@@ -76,10 +89,14 @@ def build_language_model(model_cfg: Any, vocab_size: int, context: int, pad_id: 
     """
     node = model_cfg.backbone
     if node.get("bidirectional"):
-        raise ValueError(f"model {model_cfg.name!r} reads the sequence both ways: a language model must not see the token it predicts (use lstm, gru or rnn)")
+        raise ValueError(
+            f"model {model_cfg.name!r} reads the sequence both ways: a language model must not see the token it predicts (use lstm, gru or rnn)"
+        )
     backbone = build_sized(node, context, causal=True)
     if not isinstance(backbone, CausalBackbone) or getattr(backbone, "causal", True) is not True:
-        raise ValueError(f"model {model_cfg.name!r} has no causal form for a language model (its backbone {node._target_} takes no causal=true)")
+        raise ValueError(
+            f"model {model_cfg.name!r} has no causal form for a language model (its backbone {node._target_} takes no causal=true)"
+        )
     d = model_cfg.d_model
     embed = TokenEmbedding(vocab_size, d, padding_idx=pad_id)
     return LanguageModel(

@@ -1,4 +1,5 @@
 """Lead-k: the extractive baseline that every summarization table shows beside the neural models."""
+
 from __future__ import annotations
 
 from torch import nn

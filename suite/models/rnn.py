@@ -7,6 +7,7 @@ right-padded sequences (every batch the suite's collators make) runs the fused k
 whole batch and zeroes the padded outputs, since a padded position comes after every real one;
 a two-way encoder goes through packed sequences. Padding before real tokens is refused.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -40,7 +41,9 @@ def batch_first_state(state: RnnState, names: tuple[str, ...]) -> State:
     return {name: s.transpose(0, 1) for name, s in zip(names, states)}
 
 
-def run_cell(rnn: nn.RNNBase, x: Tensor | PackedSequence, state: RnnState | None = None) -> tuple[Tensor | PackedSequence, RnnState]:
+def run_cell(
+    rnn: nn.RNNBase, x: Tensor | PackedSequence, state: RnnState | None = None
+) -> tuple[Tensor | PackedSequence, RnnState]:
     """``rnn(x, state)``; an LSTM asked for bf16 (autocast, or bf16 inputs) on a CPU where torch has no bf16 LSTM
     kernel (``numerics.cpu_bf16_lstm``: oneDNN fails to build one) runs in fp32 with autocast off instead."""
     data = x.data if isinstance(x, PackedSequence) else x
@@ -106,7 +109,9 @@ class RecurrentEncoder(nn.Module):
             out, _ = run_cell(self.rnn, x)
             return self.proj(out)
         if not padded_at_end(pad_mask):  # packing, too, takes a row's real positions to be its first ones
-            raise ValueError("RecurrentEncoder: padding must follow each row's real positions (right padding), as the suite's collators make it")
+            raise ValueError(
+                "RecurrentEncoder: padding must follow each row's real positions (right padding), as the suite's collators make it"
+            )
         keep = (~pad_mask)[..., None]
         if not self.bidirectional:
             # The padding comes after every real position, so a one-way recurrence's real outputs never
@@ -165,7 +170,9 @@ class RecurrentDecoder(nn.Module):
             raise ValueError(f"unknown cell {cell!r}; choose one of {sorted(CELLS)}")
         hidden_size = hidden_size or d_model
         self.d_model, self.hidden_size, self.n_layers = d_model, hidden_size, n_layers
-        self.rnn = CELLS[cell](d_model, hidden_size, num_layers=n_layers, batch_first=True, dropout=dropout if n_layers > 1 else 0.0)
+        self.rnn = CELLS[cell](
+            d_model, hidden_size, num_layers=n_layers, batch_first=True, dropout=dropout if n_layers > 1 else 0.0
+        )
         self.states = state_names(cell)
         self.bridge = nn.Linear(d_model, len(self.states) * n_layers * hidden_size)
         self.query = nn.Linear(hidden_size, d_model, bias=False)
@@ -193,7 +200,9 @@ class RecurrentDecoder(nn.Module):
         out, _ = run_cell(self.rnn, tgt, torch_state(self.init_cache(memory, memory_mask), self.states))  # (B, T, H)
         return self.attend(out, memory, memory_mask)
 
-    def step(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+    def step(
+        self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: dict[str, Tensor]
+    ) -> tuple[Tensor, dict[str, Tensor]]:
         """The next positions tgt (B, t, D) from the carried state -> ((B, t, D), the new state)."""
         out, state = run_cell(self.rnn, tgt, torch_state(cache, self.states))
         return self.attend(out, memory, memory_mask), {**cache, **batch_first_state(state, self.states)}

@@ -6,6 +6,7 @@ vocabularies and whether they are shared. The same ``Seq2Seq`` serves
 the Transformer and the recurrent encoder-decoder, so translation and summarization compare
 like with like, and ``suite.generation.search`` generates from either.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -36,7 +37,18 @@ class Seq2Seq(nn.Module):
             cross-entropy and for ``suite.generation.search``.
     """
 
-    def __init__(self, src_embed: nn.Module, tgt_embed: nn.Module, src_positions: nn.Module, tgt_positions: nn.Module, encoder: nn.Module, decoder: nn.Module, generator: nn.Module, dropout: float = 0.0, copy: nn.Module | None = None) -> None:
+    def __init__(
+        self,
+        src_embed: nn.Module,
+        tgt_embed: nn.Module,
+        src_positions: nn.Module,
+        tgt_positions: nn.Module,
+        encoder: nn.Module,
+        decoder: nn.Module,
+        generator: nn.Module,
+        dropout: float = 0.0,
+        copy: nn.Module | None = None,
+    ) -> None:
         super().__init__()
         self.src_embed, self.tgt_embed = src_embed, tgt_embed
         self.src_positions, self.tgt_positions = src_positions, tgt_positions
@@ -89,7 +101,15 @@ class Seq2Seq(nn.Module):
         return self.project(h[:, -1:], state)[:, -1], state
 
 
-def build_seq2seq(model_cfg: Any, src_vocab: int, tgt_vocab: int, max_len: int, shared_vocab: bool = False, tie_output: bool = True, pad_id: int = 0) -> Seq2Seq:
+def build_seq2seq(
+    model_cfg: Any,
+    src_vocab: int,
+    tgt_vocab: int,
+    max_len: int,
+    shared_vocab: bool = False,
+    tie_output: bool = True,
+    pad_id: int = 0,
+) -> Seq2Seq:
     """Build a ``Seq2Seq`` from a ``conf/model/*.yaml`` node that has a ``decoder``.
 
     Args:
@@ -104,12 +124,16 @@ def build_seq2seq(model_cfg: Any, src_vocab: int, tgt_vocab: int, max_len: int, 
     the shared vocabulary, since source ids index the target's.
     """
     if model_cfg.get("decoder") is None:
-        raise ValueError(f"model {model_cfg.get('name')!r} has no decoder: sequence-to-sequence tasks need one (e.g. model=transformer, lstm, gru)")
+        raise ValueError(
+            f"model {model_cfg.get('name')!r} has no decoder: sequence-to-sequence tasks need one (e.g. model=transformer, lstm, gru)"
+        )
     if shared_vocab and src_vocab != tgt_vocab:
         raise ValueError(f"a shared vocabulary needs equal sizes, got {src_vocab} and {tgt_vocab}")
     copy = model_cfg.get("copy")
     if copy is not None and not shared_vocab:
-        raise ValueError("a copy head needs one vocabulary for source and target (the task's shared_vocab); this task has two")
+        raise ValueError(
+            "a copy head needs one vocabulary for source and target (the task's shared_vocab); this task has two"
+        )
     d = model_cfg.d_model
     src_embed = TokenEmbedding(src_vocab, d, padding_idx=pad_id)
     tgt_embed = src_embed if shared_vocab else TokenEmbedding(tgt_vocab, d, padding_idx=pad_id)

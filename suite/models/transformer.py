@@ -5,6 +5,7 @@ in-projection), so a layer can be loaded from ``torch.nn.TransformerEncoderLayer
 torchvision's ViT and compared number for number; the decoder's cross-attention keeps its query
 and key/value projections apart (``CrossAttention``) and loads torch's fused layout by splitting it.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Literal
@@ -31,7 +32,14 @@ class MultiHeadAttention(nn.Module):
         max_len: longest sequence the layer will see (None: unknown); passed to the core.
     """
 
-    def __init__(self, d_model: int, n_heads: int, attention: AttentionFactory = FullAttention, bias: bool = True, max_len: int | None = None) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        attention: AttentionFactory = FullAttention,
+        bias: bool = True,
+        max_len: int | None = None,
+    ) -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
@@ -56,7 +64,9 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self.in_proj(x).chunk(3, dim=-1)
         return self.split(q), self.split(k), self.split(v)
 
-    def forward(self, x: Tensor, pad_mask: Tensor | None = None, memory: Tensor | None = None, causal: bool = False) -> Tensor:
+    def forward(
+        self, x: Tensor, pad_mask: Tensor | None = None, memory: Tensor | None = None, causal: bool = False
+    ) -> Tensor:
         """x (B, Lq, D), pad_mask over keys (B, Lk), memory (B, Lk, D) | None -> (B, Lq, D)."""
         q, k, v = self.project(x, memory)  # (B, H, L, Dh) each
         return self.attend(q, k, v, pad_mask, causal)
@@ -77,7 +87,6 @@ class MultiHeadAttention(nn.Module):
         return self.merge(out), state
 
 
-
 class CrossAttention(MultiHeadAttention):
     """Attention of queries x to a memory (a decoder's cross-attention): queries from x, keys and values from the memory.
 
@@ -87,7 +96,14 @@ class CrossAttention(MultiHeadAttention):
     (``in_proj.weight`` and ``in_proj.bias``: q, k, v rows) loads too, split on the way in.
     """
 
-    def __init__(self, d_model: int, n_heads: int, attention: AttentionFactory = FullAttention, bias: bool = True, max_len: int | None = None) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        attention: AttentionFactory = FullAttention,
+        bias: bool = True,
+        max_len: int | None = None,
+    ) -> None:
         super().__init__(d_model, n_heads, attention, bias, max_len)
         self.register_load_state_dict_pre_hook(split_fused_projection)
 
@@ -179,7 +195,9 @@ class EncoderLayer(nn.Module):
     ) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, attention, max_len=max_len)
-        require(self.self_attn.core, {PADDING, CAUSAL} if causal else {PADDING}, "causal encoder" if causal else "encoder")
+        require(
+            self.self_attn.core, {PADDING, CAUSAL} if causal else {PADDING}, "causal encoder" if causal else "encoder"
+        )
         self.causal = causal
         self.ff = FeedForward(d_model, d_ff, activation, dropout)
         self.attn_block = Residual(d_model, dropout, norm_first, layer_norm_eps)
@@ -229,7 +247,9 @@ class Encoder(nn.Module):
         super().__init__()
         self.d_model, self.causal = d_model, causal
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, attention, max_len, causal)
+            EncoderLayer(
+                d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, attention, max_len, causal
+            )
             for _ in range(n_layers)
         )
         self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else nn.Identity()
@@ -277,7 +297,9 @@ class DecoderLayer(nn.Module):
         require(self.self_attn.core, {CAUSAL, CACHE}, "decoder's self-attention")
         require(self.cross_attn.core, {CROSS, PADDING}, "decoder's cross-attention")
         self.ff = FeedForward(d_model, d_ff, activation, dropout)
-        self.self_block, self.cross_block, self.ff_block = (Residual(d_model, dropout, norm_first, layer_norm_eps) for _ in range(3))
+        self.self_block, self.cross_block, self.ff_block = (
+            Residual(d_model, dropout, norm_first, layer_norm_eps) for _ in range(3)
+        )
 
     def forward(self, x: Tensor, memory: Tensor, memory_mask: Tensor | None = None) -> Tensor:
         """x (B, T, D), memory (B, L, D), memory_mask (B, L) -> (B, T, D); position t sees targets <= t only."""
@@ -294,12 +316,19 @@ class DecoderLayer(nn.Module):
         """
 
         def self_attention(h: Tensor) -> Tensor:
-            out, mine = self.self_attn.decode_step(h, scoped(cache, f"self.{i}."))  # the core's own state (a key/value cache for full attention)
+            out, mine = self.self_attn.decode_step(
+                h, scoped(cache, f"self.{i}.")
+            )  # the core's own state (a key/value cache for full attention)
             cache.update(prefixed(mine, f"self.{i}."))
             return out
 
         x = self.self_block(x, self_attention)
-        x = self.cross_block(x, lambda h: self.cross_attn.attend(self.cross_attn.query(h), cache[f"cross_k.{i}"], cache[f"cross_v.{i}"], memory_mask))
+        x = self.cross_block(
+            x,
+            lambda h: self.cross_attn.attend(
+                self.cross_attn.query(h), cache[f"cross_k.{i}"], cache[f"cross_v.{i}"], memory_mask
+            ),
+        )
         return self.ff_block(x, self.ff)
 
 
@@ -347,7 +376,9 @@ class Decoder(nn.Module):
             cache[f"cross_k.{i}"], cache[f"cross_v.{i}"] = k, v
         return cache
 
-    def step(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+    def step(
+        self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: dict[str, Tensor]
+    ) -> tuple[Tensor, dict[str, Tensor]]:
         """The next positions tgt (B, t, D) given the cache -> ((B, t, D), the grown cache)."""
         cache = dict(cache)
         for i, layer in enumerate(self.layers):

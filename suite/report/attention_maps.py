@@ -6,6 +6,7 @@ the maps come from whatever variant the model was trained with, not from a re-de
 softmax. ``draw`` writes one PNG per kind of attention (encoder self-attention, decoder
 self-attention, cross-attention), a panel per layer averaged over heads, the tokens on the axes.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,9 +33,12 @@ def captured(model: nn.Module) -> Iterator[Maps]:
     handles = []
     for name, module in model.named_modules():
         if isinstance(module, MultiHeadAttention):
+
             def record(core: nn.Module, args: tuple, kwargs: dict, output: Tensor, name: str = name) -> None:
                 q, k = args[0], args[1]  # the layer calls core(q, k, v, pad_mask=, causal=)
-                maps[name] = implied_weights(core, q, k, kwargs.get("pad_mask"), kwargs.get("causal", False))[0].float().cpu()
+                maps[name] = (
+                    implied_weights(core, q, k, kwargs.get("pad_mask"), kwargs.get("causal", False))[0].float().cpu()
+                )
 
             handles.append(module.core.register_forward_hook(record, with_kwargs=True))
     try:
@@ -53,8 +57,11 @@ def kind(name: str) -> str:
 
 def axes(name: str, example: Readable) -> tuple[list[str], list[str]]:
     """(query tokens, key tokens) of a layer's map."""
-    return {"self": (example.source, example.source), "decoder_self": (example.target, example.target),
-            "cross": (example.target, example.source)}[kind(name)]
+    return {
+        "self": (example.source, example.source),
+        "decoder_self": (example.target, example.target),
+        "cross": (example.target, example.source),
+    }[kind(name)]
 
 
 def read(model: nn.Module, example: Readable) -> Maps:
@@ -90,7 +97,10 @@ def draw(maps: Maps, example: Readable, out_dir: Path, title: str = "") -> list[
         path = out_dir / f"attention_{k}.png"
         fig.savefig(path, dpi=110)
         written.append(path)
-    numbers = {name: {"queries": axes(name, example)[0], "keys": axes(name, example)[1], "weights": w.mean(0).tolist()} for name, w in maps.items()}
+    numbers = {
+        name: {"queries": axes(name, example)[0], "keys": axes(name, example)[1], "weights": w.mean(0).tolist()}
+        for name, w in maps.items()
+    }
     path = out_dir / "attention_maps.json"
     path.write_text(json.dumps(numbers) + "\n")
     return [*written, path]

@@ -14,6 +14,7 @@ pattern: a band for ``local``, the band with global rows and columns for ``longf
 ``linformer``, ``nystrom``), and, for ``reformer``, the buckets of this random input (its pattern
 follows the content). Variants with a causal mode get a second panel.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,9 @@ def draw(name: str, length: int, out: Path, small: bool = True) -> Path:
         ax.set_title(f"{'causal' if causal else 'encoder'}: {pattern.float().mean().item():.1%} of pairs", fontsize=9)
         ax.set_xlabel("key position")
         ax.set_ylabel("query position")
-    fig.suptitle(f"{name}: keys each query uses (L={length}, head 0)\n{settings(name, small) or 'no settings'}", fontsize=9)
+    fig.suptitle(
+        f"{name}: keys each query uses (L={length}, head 0)\n{settings(name, small) or 'no settings'}", fontsize=9
+    )
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=max(100, length // 128 * 100))  # every position at least ~3 pixels wide

@@ -8,6 +8,7 @@ measurement jobs; each with a CSV of the raw figures; the PNG figures of ``suite
 ``index.html`` showing them all. Figures of runs cut short by their time cap are marked.
 It prints the headline table. Nothing in ``results/`` is typed by hand.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,9 @@ from suite.runtime.record import ResultRecord, find_results, trainer_name
 
 SPEED_KEYS = ("train_tokens_per_s", "infer_tokens_per_s")
 CUT = "†"  # marks a figure from a run that its time cap cut short
-CUT_NOTE = f"{CUT} cut short by its time cap (fewer steps than planned): this figure depends on how fast the machine was."
+CUT_NOTE = (
+    f"{CUT} cut short by its time cap (fewer steps than planned): this figure depends on how fast the machine was."
+)
 
 
 def scored_on_test(r: ResultRecord) -> bool:
@@ -73,7 +76,9 @@ class Experiment:
 
     @property
     def precision(self) -> str:
-        return "/".join(sorted({r.precision for r in self.ok if r.precision})) or "fp32"  # records before the setting ran fp32
+        return (
+            "/".join(sorted({r.precision for r in self.ok if r.precision})) or "fp32"
+        )  # records before the setting ran fp32
 
     @property
     def failures(self) -> str:
@@ -94,13 +99,17 @@ def experiments(records: list[ResultRecord]) -> list[Experiment]:
     groups: dict[tuple, list[ResultRecord]] = defaultdict(list)
     for key, runs in base.items():
         kinds = sorted({r.attention or "" for r in runs})
-        for kind in kinds:  # runs of several attention variants are named by the variant, not by every setting its config holds
+        for kind in (
+            kinds
+        ):  # runs of several attention variants are named by the variant, not by every setting its config holds
             members = [r for r in runs if (r.attention or "") == kind]
             prefix = f"{kind} attention" if len(kinds) > 1 and kind else ""
             for r, label in zip(members, variant_labels([r.config for r in members])):
                 groups[(*key, ", ".join(part for part in (prefix, label) if part))].append(r)
     order = model_order(records)
-    ordered = sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][3] or 0, kv[0][4], kv[0][5], order(kv[0][2])))
+    ordered = sorted(
+        groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][3] or 0, kv[0][4], kv[0][5], order(kv[0][2]))
+    )
     return [Experiment(*key, runs) for key, runs in ordered]
 
 
@@ -110,8 +119,16 @@ def detail_rows(exps: list[Experiment]) -> list[dict[str, str]]:
     rows = []
     for e in exps:
         cut = f" {CUT}" if e.shortened else ""
-        row = {"task": e.task, "dataset": e.dataset, "model": e.model, "length": str(e.seq_len or ""), "trainer": e.trainer, "variant": e.variant,
-               "runs": f"{len(e.ok)}/{len(e.runs)} ok", "params": fmt.rate(e.ok[0].params) if e.ok and e.ok[0].params else ""}
+        row = {
+            "task": e.task,
+            "dataset": e.dataset,
+            "model": e.model,
+            "length": str(e.seq_len or ""),
+            "trainer": e.trainer,
+            "variant": e.variant,
+            "runs": f"{len(e.ok)}/{len(e.runs)} ok",
+            "params": fmt.rate(e.ok[0].params) if e.ok and e.ok[0].params else "",
+        }
         row |= {m: (fmt.mean_std(e.values(m)) + cut if e.values(m) else "") for m in metrics}
         row["train tok/s"] = fmt.mean_std(e.speeds("train_tokens_per_s"), fmt.rate)
         row["infer tok/s"] = fmt.mean_std(e.speeds("infer_tokens_per_s"), fmt.rate)
@@ -151,7 +168,13 @@ def headline_rows(exps: list[Experiment]) -> list[dict[str, str]]:
     for (task, dataset, seq_len, trainer, variant, metric), cols in rows_of.items():
         means = {m: statistics.mean(e.values(metric)) for m, e in cols.items() if e.values(metric)}
         best = max(means.values()) if len(means) > 1 else None
-        row = {"task": task, "dataset": dataset, "length": str(seq_len or ""), "trainer": trainer + (f", {variant}" if variant else ""), "metric": metric}
+        row = {
+            "task": task,
+            "dataset": dataset,
+            "length": str(seq_len or ""),
+            "trainer": trainer + (f", {variant}" if variant else ""),
+            "metric": metric,
+        }
         for m in models:
             cell = fmt.mean_std(cols[m].values(metric)) if m in means else ""
             if cell and means[m] == best:
@@ -172,7 +195,9 @@ def speed_ratio(cols: dict[str, Experiment]) -> str:
     recurrent = next((m for m in timed if family(cols[m].runs[0]) == "backbone"), None)
     if attention is None or recurrent is None:
         return ""
-    ratio = statistics.mean(cols[attention].speeds("train_tokens_per_s")) / statistics.mean(cols[recurrent].speeds("train_tokens_per_s"))
+    ratio = statistics.mean(cols[attention].speeds("train_tokens_per_s")) / statistics.mean(
+        cols[recurrent].speeds("train_tokens_per_s")
+    )
     return f"{ratio:.2g}x {attention}/{recurrent}"
 
 
@@ -182,8 +207,19 @@ def csv_rows(exps: list[Experiment]) -> list[dict[str, object]]:
     rows = []
     for e in exps:
         mean = lambda xs: statistics.mean(xs) if xs else ""  # noqa: E731
-        row: dict[str, object] = {"task": e.task, "dataset": e.dataset, "model": e.model, "seq_len": e.seq_len or "", "trainer": e.trainer, "variant": e.variant,
-                                  "runs": len(e.runs), "ok": len(e.ok), "params": e.ok[0].params if e.ok else "", "precision": e.precision, "shortened": e.shortened}
+        row: dict[str, object] = {
+            "task": e.task,
+            "dataset": e.dataset,
+            "model": e.model,
+            "seq_len": e.seq_len or "",
+            "trainer": e.trainer,
+            "variant": e.variant,
+            "runs": len(e.runs),
+            "ok": len(e.ok),
+            "params": e.ok[0].params if e.ok else "",
+            "precision": e.precision,
+            "shortened": e.shortened,
+        }
         row |= {m: mean(e.values(m)) for m in metrics}
         row |= {m + "_std": (statistics.stdev(e.values(m)) if len(e.values(m)) > 1 else "") for m in metrics}
         row |= {k: mean(e.speeds(k)) for k in SPEED_KEYS}
@@ -207,18 +243,36 @@ def speed_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     for r in sorted(runs, key=lambda r: (*point(r), label[id(r)])):
         s = r.speed
         get = lambda key, show=fmt.rate, scale=1.0: show(s[key] * scale) if key in s else ""  # noqa: E731
-        rows.append({
-            "task": r.task, "model": r.model, "size": model_size(r), "attention": r.attention or "", "precision": r.precision or "fp32",
-            "length": str(r.seq_len or ""), "batch": get("batch_size"), "status": r.status,
-            "params": fmt.rate(r.params) if r.params else "", "train tok/s": get("train_tokens_per_s"), "infer tok/s": get("infer_tokens_per_s"),
-            "train step ms (IQR)": f"{s['train_step_ms']:.3g} ({s['train_step_iqr_ms']:.2g})" if "train_step_ms" in s else "",
-            "latency ms/seq": get("latency_ms", lambda v: f"{v:.3g}"), "peak MiB train": get("peak_mem_train_bytes", lambda v: f"{v:.3g}", 2**-20),
-            "peak MiB infer": get("peak_mem_infer_bytes", lambda v: f"{v:.3g}", 2**-20), "GFLOP/step": get("flops_train_step", lambda v: f"{v:.3g}", 1e-9),
-            "MFU": get("mfu_train", lambda v: f"{v:.1%}"), "peak GFLOP/s": get("machine_peak_flops", lambda v: f"{v:.0f}", 1e-9),
-            "generate tok/s": get("generate_tokens_per_s"), "uncached tok/s": get("generate_uncached_tokens_per_s"),
-            "cache speed-up": get("generate_cache_speedup", lambda v: f"{v:.2f}x"),
-            "threads": threads_of(r), "variant": label[id(r)], "note": (r.error or "")[:120],
-        })
+        rows.append(
+            {
+                "task": r.task,
+                "model": r.model,
+                "size": model_size(r),
+                "attention": r.attention or "",
+                "precision": r.precision or "fp32",
+                "length": str(r.seq_len or ""),
+                "batch": get("batch_size"),
+                "status": r.status,
+                "params": fmt.rate(r.params) if r.params else "",
+                "train tok/s": get("train_tokens_per_s"),
+                "infer tok/s": get("infer_tokens_per_s"),
+                "train step ms (IQR)": f"{s['train_step_ms']:.3g} ({s['train_step_iqr_ms']:.2g})"
+                if "train_step_ms" in s
+                else "",
+                "latency ms/seq": get("latency_ms", lambda v: f"{v:.3g}"),
+                "peak MiB train": get("peak_mem_train_bytes", lambda v: f"{v:.3g}", 2**-20),
+                "peak MiB infer": get("peak_mem_infer_bytes", lambda v: f"{v:.3g}", 2**-20),
+                "GFLOP/step": get("flops_train_step", lambda v: f"{v:.3g}", 1e-9),
+                "MFU": get("mfu_train", lambda v: f"{v:.1%}"),
+                "peak GFLOP/s": get("machine_peak_flops", lambda v: f"{v:.0f}", 1e-9),
+                "generate tok/s": get("generate_tokens_per_s"),
+                "uncached tok/s": get("generate_uncached_tokens_per_s"),
+                "cache speed-up": get("generate_cache_speedup", lambda v: f"{v:.2f}x"),
+                "threads": threads_of(r),
+                "variant": label[id(r)],
+                "note": (r.error or "")[:120],
+            }
+        )
     generation = ("generate tok/s", "uncached tok/s", "cache speed-up")
     kept = drop_empty_columns(rows, keep=tuple(c for c in (rows[0] if rows else {}) if c not in generation))
     return kept if len({r.task for r in runs}) > 1 else [{c: v for c, v in row.items() if c != "task"} for row in kept]
@@ -233,29 +287,53 @@ def point_labels(runs: list[ResultRecord], point: Callable[[ResultRecord], tuple
     points: dict[tuple, list[ResultRecord]] = defaultdict(list)
     for r in runs:
         points[point(r)].append(r)
-    return {id(r): label for members in points.values() for r, label in zip(members, variant_labels([r.config for r in members]))}
+    return {
+        id(r): label
+        for members in points.values()
+        for r, label in zip(members, variant_labels([r.config for r in members]))
+    }
 
 
 def compression_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     """One row per compressed model: its test metric beside the uncompressed weights', size, weights and speed as ratios to them (measured in the same job)."""
     rows = []
-    for r in sorted((r for r in records if is_compression(r)), key=lambda r: (r.task, r.dataset, r.model, model_size(r), r.compression.get("checkpoint", ""), method_label(r))):
+    for r in sorted(
+        (r for r in records if is_compression(r)),
+        key=lambda r: (r.task, r.dataset, r.model, model_size(r), r.compression.get("checkpoint", ""), method_label(r)),
+    ):
         c, (metric, value) = r.compression, primary(r) or ("", float("nan"))
         ratio = lambda key: f"{c[key]:.2f}x" if key in c else ""  # noqa: E731
         bf16 = c.get("reference_bf16_autocast_throughput_items_per_s")
-        rows.append({
-            "task": r.task, "dataset": r.dataset, "model": r.model, "size": model_size(r), "method": method_label(r), "metric": metric,
-            "compressed": fmt.metric(value), "uncompressed": fmt.metric(c["reference_metrics"].get(metric, float("nan"))),
-            "delta": f"{c.get('primary_delta', float('nan')):+.3f}", "MB": f"{c['bytes'] / 1e6:.3g}", "smaller": ratio("size_ratio"),
-            "Linear smaller": ratio("linear_size_ratio"), "weights": fmt.rate(c["weights"]), "non-zero": fmt.rate(c["nonzero_weights"]),
-            "bits/weight": f"{c['bits_per_weight']:.1f}", "latency ms": f"{c['latency_ms']:.3g}", "latency speed-up": ratio("latency_speedup"),
-            f"items/s (batch {round(c['throughput_items_per_s'] * c['batch_ms'] / 1e3)})": fmt.rate(c["throughput_items_per_s"]),
-            "throughput speed-up": ratio("throughput_speedup"),
-            "bf16 autocast (uncompressed)": f"{bf16 / c['reference_throughput_items_per_s']:.2f}x" if bf16 else "",
-            "generate tok/s": fmt.rate(c["generate_tokens_per_s"]) if "generate_tokens_per_s" in c else "",
-            "generate speed-up": ratio("generate_speedup"),
-            "fine-tune steps": str(c.get("fine_tune_steps", "")), "threads": str(c.get("threads", "")),
-        })
+        rows.append(
+            {
+                "task": r.task,
+                "dataset": r.dataset,
+                "model": r.model,
+                "size": model_size(r),
+                "method": method_label(r),
+                "metric": metric,
+                "compressed": fmt.metric(value),
+                "uncompressed": fmt.metric(c["reference_metrics"].get(metric, float("nan"))),
+                "delta": f"{c.get('primary_delta', float('nan')):+.3f}",
+                "MB": f"{c['bytes'] / 1e6:.3g}",
+                "smaller": ratio("size_ratio"),
+                "Linear smaller": ratio("linear_size_ratio"),
+                "weights": fmt.rate(c["weights"]),
+                "non-zero": fmt.rate(c["nonzero_weights"]),
+                "bits/weight": f"{c['bits_per_weight']:.1f}",
+                "latency ms": f"{c['latency_ms']:.3g}",
+                "latency speed-up": ratio("latency_speedup"),
+                f"items/s (batch {round(c['throughput_items_per_s'] * c['batch_ms'] / 1e3)})": fmt.rate(
+                    c["throughput_items_per_s"]
+                ),
+                "throughput speed-up": ratio("throughput_speedup"),
+                "bf16 autocast (uncompressed)": f"{bf16 / c['reference_throughput_items_per_s']:.2f}x" if bf16 else "",
+                "generate tok/s": fmt.rate(c["generate_tokens_per_s"]) if "generate_tokens_per_s" in c else "",
+                "generate speed-up": ratio("generate_speedup"),
+                "fine-tune steps": str(c.get("fine_tune_steps", "")),
+                "threads": str(c.get("threads", "")),
+            }
+        )
     return drop_empty_columns(rows, keep=("task", "model", "method"))
 
 
@@ -268,7 +346,9 @@ def threads_of(r: ResultRecord) -> str:
 def gradient_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     """Relative input-gradient norm at a few distances from the output."""
     rows = []
-    for r in sorted((r for r in records if "grad_norm_relative_by_distance" in r.curves), key=lambda r: (r.model, r.seq_len or 0)):
+    for r in sorted(
+        (r for r in records if "grad_norm_relative_by_distance" in r.curves), key=lambda r: (r.model, r.seq_len or 0)
+    ):
         curve = r.curves["grad_norm_relative_by_distance"]
         row = {"model": r.model, "seq_len": str(r.seq_len)}
         for d in (1, 4, 16, 64, 256, len(curve) - 1):
@@ -293,23 +373,23 @@ def html_table(rows: list[dict[str, str]]) -> str:
 
 INTRO = {
     "results at a glance": "Each model's primary test metric (mean ± std over seeds; the best in bold), and the attention model's training "
-                           "throughput over the recurrent one's in the same runs.",
+    "throughput over the recurrent one's in the same runs.",
     "speed": "One row per point: real (non-pad) tokens per second, the median of timed calls (IQR beside the step time), "
-             "peak memory per call, FLOPs from torch's counter, MFU against the matmul peak of the point's precision.",
+    "peak memory per call, FLOPs from torch's counter, MFU against the matmul peak of the point's precision.",
     "gradient flow": "The norm of the loss gradient at distance d from the output, relative to distance 0, at initialisation.",
     "attention speed": "LRA Table 2's form: training tokens/s and peak training memory of each model relative to full attention "
-                       "(the fused SDPA kernel) at the same length; full attention's row holds its own figures. Crossover: the shortest "
-                       "measured length from which on the variant trains faster than SDPA (≤: already at the shortest measured). "
-                       "Then its own tokens/s at the longest length over the shortest, and its memory at 16K over 4K (4x: linear).",
+    "(the fused SDPA kernel) at the same length; full attention's row holds its own figures. Crossover: the shortest "
+    "measured length from which on the variant trains faster than SDPA (≤: already at the shortest measured). "
+    "Then its own tokens/s at the longest length over the shortest, and its memory at 16K over 4K (4x: linear).",
     "lra": "An LRA of our own (experiment=lra): test accuracy % of every attention variant, one model size and one step budget, "
-           "a column per task and length (Text: BBC News bytes; Image: Fashion-MNIST pixels; Recall: the key at the end, "
-           "beyond every window; chance 12.5%). Under a variant LRA measured, its published Table 1 figures (Tay et al. 2021: "
-           "other data, lengths, models and budgets) stand where a task corresponds: a reference, not a like-for-like comparison.",
+    "a column per task and length (Text: BBC News bytes; Image: Fashion-MNIST pixels; Recall: the key at the end, "
+    "beyond every window; chance 12.5%). Under a variant LRA measured, its published Table 1 figures (Tay et al. 2021: "
+    "other data, lengths, models and budgets) stand where a task corresponds: a reference, not a like-for-like comparison.",
     "compression": "One row per compressed model (job=compress): its test metric beside the uncompressed weights', the artefact's size, "
-                   "and latency (batch 1) and throughput as ratios to the uncompressed model timed interleaved in the same job.",
+    "and latency (batch 1) and throughput as ratios to the uncompressed model timed interleaved in the same job.",
     "language models": "One row per language model scored on test: perplexity per token and bits per byte (comparable across "
-                       "tokenizers), the steps and training time it had, and, where its context curve was measured (job=context_use), "
-                       "the context beyond which its perplexity stops improving by 1 %.",
+    "tokenizers), the steps and training time it had, and, where its context curve was measured (job=context_use), "
+    "the context beyond which its perplexity stops improving by 1 %.",
 }
 
 
@@ -322,10 +402,12 @@ def results_markdown(headline: list[dict[str, str]], details: dict[str, list[dic
 
 
 def index_html(name: str, sections: dict[str, list[dict[str, str]]], figures: list[Path], machine: str) -> str:
-    parts = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(name)}</title>",
-             "<style>body{font-family:sans-serif;max-width:1400px;margin:auto;line-height:1.4}table{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
-             "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f3f3f3}img{max-width:100%}.note{color:#555;font-size:13px}</style>",
-             f"<h1>Benchmark report: {html.escape(name)}</h1><p class='note'>{html.escape(machine)}</p>"]
+    parts = [
+        f"<!doctype html><meta charset='utf-8'><title>{html.escape(name)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1400px;margin:auto;line-height:1.4}table{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
+        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f3f3f3}img{max-width:100%}.note{color:#555;font-size:13px}</style>",
+        f"<h1>Benchmark report: {html.escape(name)}</h1><p class='note'>{html.escape(machine)}</p>",
+    ]
     for title, rows in sections.items():
         if rows:
             intro = f"<p class='note'>{html.escape(INTRO[title])}</p>" if title in INTRO else ""
@@ -343,23 +425,47 @@ def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[
     trained = [r for r in records if r.job == "train" or (r.job == "evaluate" and scored_on_test(r))]
     exps = experiments(trained)
     headline, details = headline_rows(exps), detail_tables(exps)
-    speed, gradients, efficiency, lra = speed_rows(records), gradient_rows(records), efficiency_rows(records), lra_rows(records)
+    speed, gradients, efficiency, lra = (
+        speed_rows(records),
+        gradient_rows(records),
+        efficiency_rows(records),
+        lra_rows(records),
+    )
     compression, lm = compression_rows(records), lm_rows(records)
     if exps:
         write_table(csv_rows(exps), out_dir, "results", md=results_markdown(headline, details))
-    for table, rows in (("speed", speed), ("gradient_flow", gradients), ("attention_speed", efficiency), ("lra", lra), ("compression", compression), ("lm", lm)):
+    for table, rows in (
+        ("speed", speed),
+        ("gradient_flow", gradients),
+        ("attention_speed", efficiency),
+        ("lra", lra),
+        ("compression", compression),
+        ("lm", lm),
+    ):
         if rows:
             write_table(rows, out_dir, table)
     drawers = {**FIGURES, "context_use": context_use, "generation_cost": generation_cost}
     figures = [path for fig, draw in drawers.items() if (path := draw(records, out_dir / f"{fig}.png")) is not None]
-    devices = sorted({f"{r.device} ({cpu_kind(r)})" if r.device.startswith("cpu") else r.device for r in records if r.device})
+    devices = sorted(
+        {f"{r.device} ({cpu_kind(r)})" if r.device.startswith("cpu") else r.device for r in records if r.device}
+    )
     flushed = sorted({str(r.numerics.get("flush_denormals")) for r in records if r.numerics})
     precisions = sorted({r.precision for r in records if r.precision})
-    machine = (f"measured on: {', '.join(devices)}; {platform.platform()}; {len(records)} runs; "
-               f"denormals flushed: {', '.join(flushed) or 'not recorded'}; precision: {', '.join(precisions) or 'fp32 (not recorded)'}")
+    machine = (
+        f"measured on: {', '.join(devices)}; {platform.platform()}; {len(records)} runs; "
+        f"denormals flushed: {', '.join(flushed) or 'not recorded'}; precision: {', '.join(precisions) or 'fp32 (not recorded)'}"
+    )
     (out_dir / "machine.txt").write_text(machine + "\n")
-    sections = {"results at a glance": headline, **details, "speed": speed, "attention speed": efficiency, "lra": lra, "gradient flow": gradients,
-                "compression": compression, "language models": lm}
+    sections = {
+        "results at a glance": headline,
+        **details,
+        "speed": speed,
+        "attention speed": efficiency,
+        "lra": lra,
+        "gradient flow": gradients,
+        "compression": compression,
+        "language models": lm,
+    }
     (out_dir / "index.html").write_text(index_html(name, sections, figures, machine))
     return sections
 
@@ -370,8 +476,15 @@ def log_to_wandb(out_dir: Path, name: str, tables: dict[str, list[dict[str, str]
 
     import wandb
 
-    run = wandb.init(project="transformer-bench", group=name, job_type="report", name=f"report-{name}", dir=str(out_dir.parent.parent / "runs"),
-                     mode=os.environ.get("WANDB_MODE", "offline"), settings=wandb.Settings(console="off", x_disable_stats=True))
+    run = wandb.init(
+        project="transformer-bench",
+        group=name,
+        job_type="report",
+        name=f"report-{name}",
+        dir=str(out_dir.parent.parent / "runs"),
+        mode=os.environ.get("WANDB_MODE", "offline"),
+        settings=wandb.Settings(console="off", x_disable_stats=True),
+    )
     for title, rows in tables.items():
         if rows:
             run.log({f"table/{title}": wandb.Table(columns=list(rows[0]), data=[list(r.values()) for r in rows])})

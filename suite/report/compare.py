@@ -9,6 +9,7 @@ a pair whose precision or CPU kind differs (``machine``) is never called the sam
 throughput ratio is labelled as such and left out of the range;
 throughput is reported, never judged: speed varies with the machine, and a benchmark prints it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,7 +71,11 @@ def compare(pairs: Pairs) -> tuple[list[str], int]:
         same_status = ra.status == rb.status
         same_metrics = test_metrics(ra) == test_metrics(rb)
         differs = setting_differences(ra, rb)
-        ratios = [f"{key.split('_')[0]} {rb.speed[key] / ra.speed[key]:.2f}x" for key in THROUGHPUT if ra.speed.get(key) and rb.speed.get(key)]
+        ratios = [
+            f"{key.split('_')[0]} {rb.speed[key] / ra.speed[key]:.2f}x"
+            for key in THROUGHPUT
+            if ra.speed.get(key) and rb.speed.get(key)
+        ]
         loads = [r.speed.get("others_cpu_share") for r in (ra, rb)]
         # a ratio far from 1 is explained first by the load each run was timed under
         load = f"; others' CPU share A {loads[0]:.2f} / B {loads[1]:.2f}" if None not in loads else ""
@@ -78,15 +83,23 @@ def compare(pairs: Pairs) -> tuple[list[str], int]:
         mismatches += verdict != "same"
         shown = ", ".join(f"{k} {v:.4g}" for k, v in sorted(test_metrics(ra).items()) if k != "loss")
         speed = f"throughput B/A ({', '.join(differs)}: not a reproduction)" if differs else "throughput B/A"
-        lines.append(f"{rel}: {ra.status}/{rb.status}, metrics {verdict}" + (f" ({shown})" if shown else "")
-                     + (f"; {' and '.join(differs)}" if differs and not ratios else "") + (f"; {speed}: {', '.join(ratios)}" if ratios else "") + load)
+        lines.append(
+            f"{rel}: {ra.status}/{rb.status}, metrics {verdict}"
+            + (f" ({shown})" if shown else "")
+            + (f"; {' and '.join(differs)}" if differs and not ratios else "")
+            + (f"; {speed}: {', '.join(ratios)}" if ratios else "")
+            + load
+        )
     return lines, mismatches
 
 
 def ratio_range(pairs: Pairs, key: str = "train_tokens_per_s") -> tuple[float, float, list[str]] | None:
     """Smallest and largest B/A ratio of ``key`` over the pairs of one precision and machine, and the pairs beyond 25 %."""
-    ratios = {rel: rb.speed[key] / ra.speed[key] for rel, ra, rb in pairs
-              if rb is not None and ra.speed.get(key) and rb.speed.get(key) and not setting_differences(ra, rb)}
+    ratios = {
+        rel: rb.speed[key] / ra.speed[key]
+        for rel, ra, rb in pairs
+        if rb is not None and ra.speed.get(key) and rb.speed.get(key) and not setting_differences(ra, rb)
+    }
     if not ratios:
         return None
     far = [f"{rel} {r:.2f}x" for rel, r in ratios.items() if not 0.8 <= r <= 1.25]
@@ -101,9 +114,14 @@ def main(argv: list[str] | None = None) -> int:
     pairs = paired(args.a, args.b)  # every record read once
     lines, mismatches = compare(pairs)
     print("\n".join(lines))
-    print(f"{len(lines) - mismatches} of {len(lines)} runs give identical test metrics and status in the same precision on the same CPU kind")
+    print(
+        f"{len(lines) - mismatches} of {len(lines)} runs give identical test metrics and status in the same precision on the same CPU kind"
+    )
     if other := sorted({d for _, ra, rb in pairs if rb is not None for d in setting_differences(ra, rb)}):
-        print("not comparable as a reproduction (precision or CPU differ), their speed left out of the range below: " + "; ".join(other))
+        print(
+            "not comparable as a reproduction (precision or CPU differ), their speed left out of the range below: "
+            + "; ".join(other)
+        )
     if spread := ratio_range(pairs):
         low, high, far = spread
         print(f"training throughput B/A: {low:.2f}x to {high:.2f}x; beyond 25 %: {', '.join(far) or 'none'}")

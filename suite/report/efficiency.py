@@ -8,6 +8,7 @@ measured. Two columns follow the issue's targets: the variant's own throughput a
 length over the shortest (how much it slows with length) and its memory at 16K over 4K (4x is
 linear). Every figure is computed from records; nothing is typed in.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -58,7 +59,9 @@ def faster(own: Points, full: Points, length: int) -> bool | None:
     if mine is None:
         return None
     if theirs is None:
-        return bool(full.get(length))  # full was run and produced nothing (timeout, oom): the variant trains where it cannot
+        return bool(
+            full.get(length)
+        )  # full was run and produced nothing (timeout, oom): the variant trains where it cannot
     return mine > theirs
 
 
@@ -122,8 +125,12 @@ def efficiency_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
             row |= {f"peak memory {short(n)}": relative(own, full, n, "peak_mem_train_bytes", mib) for n in lengths}
             row["crossover"] = "" if own is full else crossover(own, full)
             if lengths:
-                row[f"own tok/s {short(lengths[-1])}/{short(lengths[0])}"] = ratio(own, lengths[-1], lengths[0], "train_tokens_per_s")
-            row[f"memory {short(GROWTH[1])}/{short(GROWTH[0])}"] = ratio(own, GROWTH[1], GROWTH[0], "peak_mem_train_bytes")
+                row[f"own tok/s {short(lengths[-1])}/{short(lengths[0])}"] = ratio(
+                    own, lengths[-1], lengths[0], "train_tokens_per_s"
+                )
+            row[f"memory {short(GROWTH[1])}/{short(GROWTH[0])}"] = ratio(
+                own, GROWTH[1], GROWTH[0], "peak_mem_train_bytes"
+            )
             rows.append(row)
     if len(settings) == 1:
         rows = [{k: v for k, v in row.items() if k != "setting"} for row in rows]

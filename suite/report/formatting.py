@@ -2,6 +2,7 @@
 
 The report's markdown and HTML use these; its CSV keeps the raw values.
 """
+
 from __future__ import annotations
 
 import math

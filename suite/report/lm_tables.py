@@ -9,6 +9,7 @@
 - ``generation_cost.png``: time per generated token and decoding-state memory against the
   length of the text, one line per model and attention kernel (``job=generation_cost``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,14 +43,23 @@ def lm_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     key = model_order(records)
     for r in sorted(lm_runs(records), key=lambda r: (r.dataset, r.seq_len or 0, key(r.model))):
         m = r.metrics
-        rows.append({
-            "dataset": r.dataset, "model": label(r), "context": str(r.seq_len), "trainer": trainer_name(r), "params": fmt.rate(r.params or 0),
-            "steps": str(r.steps), "train time": f"{r.train_seconds or 0:.0f} s", "test perplexity": fmt.metric(m["perplexity"]),
-            "test bits/byte": fmt.metric(m["bits_per_byte"]), "val perplexity": fmt.metric(m.get("val_perplexity", float("nan"))),
-            "unigram perplexity": fmt.metric(m["unigram_perplexity"]),
-            "stops improving at": f"{m['context_saturation']:.0f}" if "context_saturation" in m else "",
-            "train tok/s": fmt.rate(r.speed.get("train_tokens_per_s", 0)),
-        })
+        rows.append(
+            {
+                "dataset": r.dataset,
+                "model": label(r),
+                "context": str(r.seq_len),
+                "trainer": trainer_name(r),
+                "params": fmt.rate(r.params or 0),
+                "steps": str(r.steps),
+                "train time": f"{r.train_seconds or 0:.0f} s",
+                "test perplexity": fmt.metric(m["perplexity"]),
+                "test bits/byte": fmt.metric(m["bits_per_byte"]),
+                "val perplexity": fmt.metric(m.get("val_perplexity", float("nan"))),
+                "unigram perplexity": fmt.metric(m["unigram_perplexity"]),
+                "stops improving at": f"{m['context_saturation']:.0f}" if "context_saturation" in m else "",
+                "train tok/s": fmt.rate(r.speed.get("train_tokens_per_s", 0)),
+            }
+        )
     return rows
 
 
@@ -60,7 +70,12 @@ def context_use(records: list[ResultRecord], out: Path) -> Path | None:
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for r in sorted(runs, key=lambda r: model_order(runs)(r.model)):
         c = r.curves
-        ax.plot(c["context"], c["perplexity"], marker="o", label=f"{label(r)}: flat from {r.metrics['context_saturation']:.0f}")
+        ax.plot(
+            c["context"],
+            c["perplexity"],
+            marker="o",
+            label=f"{label(r)}: flat from {r.metrics['context_saturation']:.0f}",
+        )
     ax.set_xscale("log")
     ax.set_xlabel("context c (tokens before each target)")
     ax.set_ylabel("test perplexity")
@@ -77,8 +92,20 @@ def generation_cost(records: list[ResultRecord], out: Path) -> Path | None:
     fig, (time_ax, mem_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
     for r in sorted(runs, key=lambda r: model_order(runs)(r.model)):
         c = r.curves
-        (line,) = time_ax.plot(c["length"], c["step_ms"], marker="o", label=f"{label(r)}, cached ({r.speed['generate_cache_speedup']:.1f}x at {r.speed['compare_tokens']:.0f})")
-        time_ax.plot(c["length"], c["uncached_step_ms"], linestyle="--", alpha=0.6, color=line.get_color(), label=f"{label(r)}, re-reading the text")
+        (line,) = time_ax.plot(
+            c["length"],
+            c["step_ms"],
+            marker="o",
+            label=f"{label(r)}, cached ({r.speed['generate_cache_speedup']:.1f}x at {r.speed['compare_tokens']:.0f})",
+        )
+        time_ax.plot(
+            c["length"],
+            c["uncached_step_ms"],
+            linestyle="--",
+            alpha=0.6,
+            color=line.get_color(),
+            label=f"{label(r)}, re-reading the text",
+        )
         mem_ax.plot(c["length"], [b / 2**20 for b in c["state_bytes"]], marker="o", label=label(r))
     time_ax.set_ylabel("ms per generated token")
     mem_ax.set_ylabel("decoding state (MiB)")
@@ -102,7 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = lm_rows(records)
     if rows:
         write_table(rows, args.out, "lm")
-    written = [p for p in (context_use(records, args.out / "context_use.png"), generation_cost(records, args.out / "generation_cost.png")) if p]
+    written = [
+        p
+        for p in (
+            context_use(records, args.out / "context_use.png"),
+            generation_cost(records, args.out / "generation_cost.png"),
+        )
+        if p
+    ]
     for path in [args.out / "lm.md"] * bool(rows) + written:
         print(f"wrote {path}")
     return 0

@@ -10,6 +10,7 @@ Text with IMDB bytes, Image with grey CIFAR-10 pixels (the row is left out where
 columns corresponds; Recall has no counterpart). They were measured on other data, lengths, models and budgets: a reference point, not a like-for-like
 comparison.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -26,14 +27,42 @@ PUBLISHED_SOURCE = "LRA Table 1 (Tay et al. 2021, published)"
 # Image and Pathfinder, and their average; published reference figures, typed from the paper as
 # issue 13 quotes them. Keyed by our variant's name: (LRA's name for it, its figures by task, average).
 PUBLISHED: dict[str, tuple[str, dict[str, float], float]] = {
-    "full": ("Transformer", {"ListOps": 36.4, "Text": 64.3, "Retrieval": 57.5, "Image": 42.4, "Pathfinder": 71.4}, 54.4),
-    "local": ("Local Attention", {"ListOps": 15.8, "Text": 53.0, "Retrieval": 53.4, "Image": 41.5, "Pathfinder": 66.6}, 46.1),
-    "longformer": ("Longformer", {"ListOps": 35.6, "Text": 62.9, "Retrieval": 56.9, "Image": 42.2, "Pathfinder": 69.7}, 53.5),
-    "linformer": ("Linformer", {"ListOps": 35.7, "Text": 53.9, "Retrieval": 52.3, "Image": 38.6, "Pathfinder": 76.3}, 51.4),
-    "reformer": ("Reformer", {"ListOps": 37.3, "Text": 56.1, "Retrieval": 53.4, "Image": 38.1, "Pathfinder": 68.5}, 50.7),
+    "full": (
+        "Transformer",
+        {"ListOps": 36.4, "Text": 64.3, "Retrieval": 57.5, "Image": 42.4, "Pathfinder": 71.4},
+        54.4,
+    ),
+    "local": (
+        "Local Attention",
+        {"ListOps": 15.8, "Text": 53.0, "Retrieval": 53.4, "Image": 41.5, "Pathfinder": 66.6},
+        46.1,
+    ),
+    "longformer": (
+        "Longformer",
+        {"ListOps": 35.6, "Text": 62.9, "Retrieval": 56.9, "Image": 42.2, "Pathfinder": 69.7},
+        53.5,
+    ),
+    "linformer": (
+        "Linformer",
+        {"ListOps": 35.7, "Text": 53.9, "Retrieval": 52.3, "Image": 38.6, "Pathfinder": 76.3},
+        51.4,
+    ),
+    "reformer": (
+        "Reformer",
+        {"ListOps": 37.3, "Text": 56.1, "Retrieval": 53.4, "Image": 38.1, "Pathfinder": 68.5},
+        50.7,
+    ),
     "bigbird": ("BigBird", {"ListOps": 36.1, "Text": 64.0, "Retrieval": 59.3, "Image": 40.8, "Pathfinder": 74.9}, 55.0),
-    "linear": ("Linear Transformer", {"ListOps": 16.1, "Text": 65.9, "Retrieval": 53.1, "Image": 42.3, "Pathfinder": 75.3}, 50.6),
-    "performer": ("Performer", {"ListOps": 18.0, "Text": 65.4, "Retrieval": 53.8, "Image": 42.8, "Pathfinder": 77.1}, 51.4),
+    "linear": (
+        "Linear Transformer",
+        {"ListOps": 16.1, "Text": 65.9, "Retrieval": 53.1, "Image": 42.3, "Pathfinder": 75.3},
+        50.6,
+    ),
+    "performer": (
+        "Performer",
+        {"ListOps": 18.0, "Text": 65.4, "Retrieval": 53.8, "Image": 42.8, "Pathfinder": 77.1},
+        51.4,
+    ),
 }
 TASK_ORDER = ("ListOps", "Text", "Image", "Recall")
 
@@ -91,13 +120,23 @@ def lra_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
             row[header[c]] = text
             means.append(mean)
         known = [m for m in means if m is not None]
-        row["average"] = "" if not known else f"{statistics.mean(known):.1f}" + ("" if len(known) == len(columns) else f" ({len(known)} of {len(columns)})")
+        row["average"] = (
+            ""
+            if not known
+            else f"{statistics.mean(known):.1f}"
+            + ("" if len(known) == len(columns) else f" ({len(known)} of {len(columns)})")
+        )
         rows.append(row)
         base = name.split(" (")[0]
         if base in PUBLISHED and base not in published_shown and any(c[0] in PUBLISHED[base][1] for c in columns):
             published_shown.add(base)
             lra_name, figures, average = PUBLISHED[base]
-            rows.append({"model": "", "source": f"{PUBLISHED_SOURCE}: {lra_name}",
-                         **{header[c]: (f"{figures[c[0]]:.1f}" if c[0] in figures else "—") for c in columns},
-                         "average": f"{average:.1f} (its 5 tasks)"})
+            rows.append(
+                {
+                    "model": "",
+                    "source": f"{PUBLISHED_SOURCE}: {lra_name}",
+                    **{header[c]: (f"{figures[c[0]]:.1f}" if c[0] in figures else "—") for c in columns},
+                    "average": f"{average:.1f} (its 5 tasks)",
+                }
+            )
     return rows

@@ -3,6 +3,7 @@
 Every function takes records and an output path, draws one PNG, and returns the path, or
 None when the records hold nothing for that figure.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -17,7 +18,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from suite.runtime.record import ResultRecord, trainer_name  # noqa: E402
 
-FAMILIES = ("attention", "backbone", "other")  # the order models appear in: attention, other backbones (recurrent), none (Lead-k)
+FAMILIES = (
+    "attention",
+    "backbone",
+    "other",
+)  # the order models appear in: attention, other backbones (recurrent), none (Lead-k)
 
 
 def family(r: ResultRecord) -> str:
@@ -33,8 +38,6 @@ def model_order(records: list[ResultRecord]) -> Callable[[str], tuple[int, str]]
     """A sort key for model labels (a label may carry the size after the name): family, then name."""
     rank = {r.model: FAMILIES.index(family(r)) for r in records}
     return lambda label: (rank.get(label.split(" ")[0], len(FAMILIES)), label)
-
-
 
 
 def is_speed(r: ResultRecord) -> bool:
@@ -82,7 +85,9 @@ VARIANTS: tuple[Callable[[ResultRecord], str], ...] = (
 )
 
 
-def series_by_model(records: list[ResultRecord], value: Callable[[ResultRecord], float | None]) -> dict[str, dict[int, list[float]]]:
+def series_by_model(
+    records: list[ResultRecord], value: Callable[[ResultRecord], float | None]
+) -> dict[str, dict[int, list[float]]]:
     """label -> seq_len -> values (over seeds).
 
     One series per model; a model present at several sizes, attention kernels or trainer profiles
@@ -104,14 +109,30 @@ def series_by_model(records: list[ResultRecord], value: Callable[[ResultRecord],
 MARKERS = "os^Dv<>pP*Xh"
 
 
-def draw_lines(ax, series: dict[str, dict[int, list[float]]], logy: bool, order: Callable[[str], tuple[int, str]], legend: bool = True) -> None:
+def draw_lines(
+    ax,
+    series: dict[str, dict[int, list[float]]],
+    logy: bool,
+    order: Callable[[str], tuple[int, str]],
+    legend: bool = True,
+) -> None:
     """One line per series; colour and marker follow the series' place in ``order``, so panels drawn from the same records agree."""
-    palette = plt.get_cmap("tab20").colors  # the default cycle has 10 colours; a speed sweep with the attention variants has 15 series
+    palette = plt.get_cmap(
+        "tab20"
+    ).colors  # the default cycle has 10 colours; a speed sweep with the attention variants has 15 series
     for i, model in enumerate(sorted(series, key=order)):
         xs = sorted(series[model])
         means = [statistics.mean(series[model][x]) for x in xs]
         errs = [statistics.stdev(series[model][x]) if len(series[model][x]) > 1 else 0 for x in xs]
-        ax.errorbar(xs, means, yerr=errs, marker=MARKERS[i % len(MARKERS)], capsize=3, label=model, color=palette[(2 * i) % 20 + (2 * i // 20) % 2])
+        ax.errorbar(
+            xs,
+            means,
+            yerr=errs,
+            marker=MARKERS[i % len(MARKERS)],
+            capsize=3,
+            label=model,
+            color=palette[(2 * i) % 20 + (2 * i // 20) % 2],
+        )
     ax.set_xscale("log", base=2)
     if logy:
         ax.set_yscale("log")
@@ -158,9 +179,19 @@ def speed_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
     if not ok:
         return None
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
-    panels = [("train_tokens_per_s", "training throughput (tokens/s)"), ("infer_tokens_per_s", "inference throughput (tokens/s)"), ("ms_per_token_train", "training time per token (ms)")]
+    panels = [
+        ("train_tokens_per_s", "training throughput (tokens/s)"),
+        ("infer_tokens_per_s", "inference throughput (tokens/s)"),
+        ("ms_per_token_train", "training time per token (ms)"),
+    ]
     for ax, (key, title) in zip(axes, panels):
-        draw_lines(ax, series_by_model(ok, lambda r, k=key: r.speed.get(k)), logy=True, order=model_order(records), legend=False)
+        draw_lines(
+            ax,
+            series_by_model(ok, lambda r, k=key: r.speed.get(k)),
+            logy=True,
+            order=model_order(records),
+            legend=False,
+        )
         ax.set_title(title)
     shared_legend(fig, axes[0])
     missing_note(fig, runs)
@@ -172,8 +203,17 @@ def memory_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
     if not ok:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
-    for ax, key, title in ((axes[0], "peak_mem_train_bytes", "peak memory, training step (MiB)"), (axes[1], "peak_mem_infer_bytes", "peak memory, inference (MiB)")):
-        draw_lines(ax, series_by_model(ok, lambda r, k=key: r.speed.get(k, 0) / 2**20 or None), logy=True, order=model_order(records), legend=False)
+    for ax, key, title in (
+        (axes[0], "peak_mem_train_bytes", "peak memory, training step (MiB)"),
+        (axes[1], "peak_mem_infer_bytes", "peak memory, inference (MiB)"),
+    ):
+        draw_lines(
+            ax,
+            series_by_model(ok, lambda r, k=key: r.speed.get(k, 0) / 2**20 or None),
+            logy=True,
+            order=model_order(records),
+            legend=False,
+        )
         ax.set_title(title)
     shared_legend(fig, axes[0])
     return save(fig, out)
@@ -192,7 +232,10 @@ def gradient_flow(records: list[ResultRecord], out: Path) -> Path | None:
     ax.set_yscale("log")
     ax.set_xlabel("distance from the output (positions)")
     ax.set_ylabel("||dL/dx_t|| relative to distance 0")
-    ax.set_title("gradient reaching each input position, at initialisation\n(the floor at 1e-30 marks exact zeros: float32 underflow)", fontsize=10)
+    ax.set_title(
+        "gradient reaching each input position, at initialisation\n(the floor at 1e-30 marks exact zeros: float32 underflow)",
+        fontsize=10,
+    )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     return save(fig, out)
@@ -239,9 +282,17 @@ def method_label(r: ResultRecord) -> str:
     detail = {
         "dynamic_int8": lambda: c.get("backend", "") + (" + embedding" if "embedding" in c.get("layers", []) else ""),
         "onnx": lambda: f"runtime {c.get('precision', '')}",
-        "magnitude_pruning": lambda: f"{c.get('target_sparsity', 0):.0%}" + (" gradual" if c.get("schedule") == "gradual" else ""),
-        "structured_pruning": lambda: " ".join(f"{name} -{c[key]:.0%}" for name, key in (("heads", "heads_removed"), ("ffn", "neurons_removed")) if c.get(key)),
-        "distillation": lambda: f"-> {c.get('student', '?')} (mix {c.get('mix', '?'):g}, T {c.get('temperature', '?'):g})",
+        "magnitude_pruning": lambda: (
+            f"{c.get('target_sparsity', 0):.0%}" + (" gradual" if c.get("schedule") == "gradual" else "")
+        ),
+        "structured_pruning": lambda: " ".join(
+            f"{name} -{c[key]:.0%}"
+            for name, key in (("heads", "heads_removed"), ("ffn", "neurons_removed"))
+            if c.get(key)
+        ),
+        "distillation": lambda: (
+            f"-> {c.get('student', '?')} (mix {c.get('mix', '?'):g}, T {c.get('temperature', '?'):g})"
+        ),
     }.get(c.get("method", ""), lambda: "")()
     return f"{c.get('method', '?')} {detail}".strip()
 
@@ -259,11 +310,22 @@ def frontier(records: list[ResultRecord], x_key: str, x_label: str, out: Path, s
         for r in mine:
             c = r.compression
             ax.scatter(c[x_key] * scale, primary(r)[1], marker="o", color="C0" if family(r) == "attention" else "C1")
-            ax.annotate(f"{r.model} {model_size(r)}: {method_label(r)}", (c[x_key] * scale, primary(r)[1]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            ax.annotate(
+                f"{r.model} {model_size(r)}: {method_label(r)}",
+                (c[x_key] * scale, primary(r)[1]),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
             metric = primary(r)[0]
-            references[(f"{r.model} {model_size(r)}", c["checkpoint"])].append((c[f"reference_{x_key}"] * scale, c["reference_metrics"].get(metric)))
+            references[(f"{r.model} {model_size(r)}", c["checkpoint"])].append(
+                (c[f"reference_{x_key}"] * scale, c["reference_metrics"].get(metric))
+            )
         for (model, _), points in references.items():
-            x, y = statistics.median(p[0] for p in points), points[0][1]  # one star per set of weights: the median of its jobs' timings
+            x, y = (
+                statistics.median(p[0] for p in points),
+                points[0][1],
+            )  # one star per set of weights: the median of its jobs' timings
             ax.scatter(x, y, marker="*", s=140, color="k")
             ax.annotate(f"{model} (uncompressed)", (x, y), fontsize=7, xytext=(3, -9), textcoords="offset points")
         ax.set_xscale("log")
@@ -271,8 +333,13 @@ def frontier(records: list[ResultRecord], x_key: str, x_label: str, out: Path, s
         ax.set_ylabel(f"test {primary(mine[0])[0]}")
         ax.set_title(f"{task}: {dataset}", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-    fig.text(0.01, 0.01, "stars: the uncompressed weights (median over the jobs that timed them beside a compressed model, interleaved)\n"
-             "points of different jobs were timed at different moments", fontsize=7)
+    fig.text(
+        0.01,
+        0.01,
+        "stars: the uncompressed weights (median over the jobs that timed them beside a compressed model, interleaved)\n"
+        "points of different jobs were timed at different moments",
+        fontsize=7,
+    )
     return save(fig, out)
 
 

@@ -4,13 +4,24 @@ A report pools runs over seeds. Runs that share task, model and trainer profile 
 any other setting (a learning rate of a sweep, ``task.lowercase``) are different experiments:
 each gets its own row, labelled with the settings that set it apart.
 """
+
 from __future__ import annotations
 
 import json
 from typing import Any
 
 # Settings that do not change what a run computes, or that name it rather than configure it.
-NOT_SETTINGS = ("seed", "group", "benchmark", "logger", "data_dir", "device", "task.data_dir", "trainer.progress", "trainer.log_every")
+NOT_SETTINGS = (
+    "seed",
+    "group",
+    "benchmark",
+    "logger",
+    "data_dir",
+    "device",
+    "task.data_dir",
+    "trainer.progress",
+    "trainer.log_every",
+)
 UNSET = "unset"  # a key an older record's config lacks
 
 

@@ -1,4 +1,5 @@
 """A table as files: ``name.md`` for people and ``name.csv`` for programs."""
+
 from __future__ import annotations
 
 import csv

@@ -1,4 +1,5 @@
 """The run's configuration composed outside ``python -m suite.run`` (the command-line tools, the tests): one helper for all."""
+
 from __future__ import annotations
 
 from pathlib import Path

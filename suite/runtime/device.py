@@ -1,4 +1,5 @@
 """The device a run uses, and waiting for it: a clock read after ``sync`` means something."""
+
 from __future__ import annotations
 
 import torch

@@ -7,6 +7,7 @@ checkpoints and W&B; every rank trains on its shard of each epoch and the gradie
 averaged by ``DistributedDataParallel``. Nothing here is home-made distribution: it only
 reads what torchrun provides and wraps torch's own pieces.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -83,7 +84,12 @@ def current() -> World:
     """The world of an initialised process group, else a single process."""
     if not dist.is_initialized():
         return SINGLE
-    return World(rank=dist.get_rank(), size=dist.get_world_size(), local_rank=int(os.environ.get("LOCAL_RANK", 0)), backend=dist.get_backend())
+    return World(
+        rank=dist.get_rank(),
+        size=dist.get_world_size(),
+        local_rank=int(os.environ.get("LOCAL_RANK", 0)),
+        backend=dist.get_backend(),
+    )
 
 
 def fingerprint(config: Any) -> str:
@@ -98,8 +104,10 @@ def require_same_config(config: Any, world: World) -> None:
     dist.all_gather_object(prints, fingerprint(config))
     if len(set(prints)) > 1:
         groups = {p: [r for r, q in enumerate(prints) if q == p] for p in set(prints)}
-        raise ValueError(f"the {world.size} ranks were started with different configurations (ranks grouped by config: "
-                         f"{sorted(groups.values())}); start every rank with the same overrides")
+        raise ValueError(
+            f"the {world.size} ranks were started with different configurations (ranks grouped by config: "
+            f"{sorted(groups.values())}); start every rank with the same overrides"
+        )
 
 
 def broadcast(obj: Any, world: World) -> Any:
@@ -149,7 +157,7 @@ class ShardedBatches(Sampler[list[int]]):
 
     def __iter__(self) -> Iterator[list[int]]:
         every = list(self.batches)
-        yield from every[self.rank: len(self) * self.size: self.size]
+        yield from every[self.rank : len(self) * self.size : self.size]
 
 
 def shard(loader: DataLoader, world: World, seed: int) -> DataLoader:
@@ -163,10 +171,23 @@ def shard(loader: DataLoader, world: World, seed: int) -> DataLoader:
         return loader
     if loader.batch_size is None:
         sampler = ShardedBatches(loader.batch_sampler, world.rank, world.size)
-        return DataLoader(loader.dataset, batch_sampler=sampler, collate_fn=loader.collate_fn, num_workers=loader.num_workers, pin_memory=loader.pin_memory)
+        return DataLoader(
+            loader.dataset,
+            batch_sampler=sampler,
+            collate_fn=loader.collate_fn,
+            num_workers=loader.num_workers,
+            pin_memory=loader.pin_memory,
+        )
     sampler = DistributedSampler(loader.dataset, num_replicas=world.size, rank=world.rank, shuffle=True, seed=seed)
-    return DataLoader(loader.dataset, batch_size=loader.batch_size, sampler=sampler, collate_fn=loader.collate_fn,
-                      num_workers=loader.num_workers, pin_memory=loader.pin_memory, drop_last=loader.drop_last)
+    return DataLoader(
+        loader.dataset,
+        batch_size=loader.batch_size,
+        sampler=sampler,
+        collate_fn=loader.collate_fn,
+        num_workers=loader.num_workers,
+        pin_memory=loader.pin_memory,
+        drop_last=loader.drop_last,
+    )
 
 
 def set_epoch(loader: DataLoader, epoch: int) -> None:

@@ -4,6 +4,7 @@ A job raises one of these (or any other exception, recorded as 'failed', or 'oom
 device ran out of memory); the runner reads the status with ``status_of`` instead of knowing
 every job's exception types.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -45,6 +46,7 @@ class Interrupted(RunFailure):
     def __init__(self, message: str, forward: Callable[[], None] | None = None) -> None:
         super().__init__(message)
         self.forward = forward or (lambda: None)
+
 
 def is_oom(err: BaseException) -> bool:
     """The device ran out of memory (torch's own error, or a kernel's message saying so)."""

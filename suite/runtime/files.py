@@ -2,6 +2,7 @@
 same directory and moved into place with ``os.replace`` (atomic on POSIX), so a kill during a
 write leaves the previous file whole, never a truncated one.
 """
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ A run directory's ``result.json`` and a ``last.pt`` hold their config, with ``_t
 as ``suite.train.Trainer``; a re-run skips a finished run, and a resume accepts a checkpoint, only
 when the config is the same. ``current`` rewrites the old paths, so the move changes neither.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -52,7 +53,7 @@ def current_path(dotted: str) -> str:
     """'suite.train.Trainer' -> 'suite.training.trainer.Trainer'; any other string unchanged."""
     for old in _OLDEST_FIRST:
         if dotted == old or dotted.startswith(old + "."):
-            return MOVED[old] + dotted[len(old):]
+            return MOVED[old] + dotted[len(old) :]
     return dotted
 
 

@@ -23,6 +23,7 @@ every record says what they were:
 
   ``fp32`` and ``bf16`` force one on any device.
 """
+
 from __future__ import annotations
 
 from contextlib import nullcontext
@@ -128,12 +129,24 @@ def choose(precision: str, device: torch.device, model: nn.Module | None = None)
     kind = family(model)
     if device.type == "cuda":
         fast = fast_bf16(device)
-        return Choice("bf16" if fast else "fp32", "auto: bf16-capable CUDA device" if fast else "auto: CUDA device without native bf16")
+        return Choice(
+            "bf16" if fast else "fp32",
+            "auto: bf16-capable CUDA device" if fast else "auto: CUDA device without native bf16",
+        )
     if device.type != "cpu" or not fast_bf16(device):
-        return Choice("fp32", f"auto: no bf16 matrix units on {device.type} (cpu_bf16_unit={cpu_bf16_kind()}): bf16 autocast measured slower")
+        return Choice(
+            "fp32",
+            f"auto: no bf16 matrix units on {device.type} (cpu_bf16_unit={cpu_bf16_kind()}): bf16 autocast measured slower",
+        )
     if kind == "recurrent":
-        return Choice("fp32", "auto: AMX CPU, recurrent cells: bf16 autocast measured slower for LSTM, GRU and RNN on an AMX Xeon (README, Precision)")
-    return Choice("bf16", f"auto: AMX CPU, {kind or 'unknown'} model: bf16 autocast measured faster on an AMX Xeon (README, Precision)")
+        return Choice(
+            "fp32",
+            "auto: AMX CPU, recurrent cells: bf16 autocast measured slower for LSTM, GRU and RNN on an AMX Xeon (README, Precision)",
+        )
+    return Choice(
+        "bf16",
+        f"auto: AMX CPU, {kind or 'unknown'} model: bf16 autocast measured faster on an AMX Xeon (README, Precision)",
+    )
 
 
 def resolve_precision(precision: str, device: torch.device, model: nn.Module | None = None) -> str:
@@ -173,8 +186,14 @@ def timed_precisions(device: torch.device) -> list[str]:
     return ["fp32", "bf16"] if cpu_bf16_kind() is not None else ["fp32"]
 
 
-if __name__ == "__main__":  # make bench asks which precisions its MFU points time here: `python -m suite.runtime.numerics --timed`
+if (
+    __name__ == "__main__"
+):  # make bench asks which precisions its MFU points time here: `python -m suite.runtime.numerics --timed`
     import sys
 
     here = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    print(",".join(timed_precisions(here)) if sys.argv[1:] == ["--timed"] else describe(here) | {"bf16_lstm": cpu_bf16_lstm(), "int8_dot": cpu_int8_dot()})
+    print(
+        ",".join(timed_precisions(here))
+        if sys.argv[1:] == ["--timed"]
+        else describe(here) | {"bf16_lstm": cpu_bf16_lstm(), "int8_dot": cpu_int8_dot()}
+    )

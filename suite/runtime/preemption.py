@@ -7,6 +7,7 @@ training, these only set a flag: the loop finishes its step, writes ``last.pt`` 
 ``Interrupted``. After the record is written, ``Interrupted.forward()`` hands the signal to
 the handler that was there before (submitit's requeue), so the job comes back and resumes.
 """
+
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,5 @@
 """Experiment tracking behind one small interface: W&B (offline by default) or nothing."""
+
 from __future__ import annotations
 
 import os
@@ -52,7 +53,16 @@ class WandbTracker:
         name: run name.
     """
 
-    def __init__(self, project: str, mode: str, dir: str | Path, group: str | None, tags: list[str], run_config: dict[str, Any], name: str | None = None) -> None:
+    def __init__(
+        self,
+        project: str,
+        mode: str,
+        dir: str | Path,
+        group: str | None,
+        tags: list[str],
+        run_config: dict[str, Any],
+        name: str | None = None,
+    ) -> None:
         import wandb  # imported here: it is slow to import and unused with logger=none
 
         os.environ.setdefault("WANDB_SILENT", "true")

@@ -12,6 +12,7 @@ can end a sequence early). Without the cache every step re-runs the decoder over
 prefix; with it, one position per step. One warm-up, then the median of ``--repeats`` timed
 runs, cached and uncached interleaved, the device synchronised before each clock read.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     torch.manual_seed(0)
     device = resolve_device(args.device)
     src = torch.randint(4, args.vocab, (args.batch, args.src_len), device=device)
-    print(f"greedy decoding, {args.tokens} tokens x batch {args.batch}, source length {args.src_len}, vocab {args.vocab}, "
-          f"{device} ({torch.get_num_threads()} threads); median of {args.repeats} runs")
+    print(
+        f"greedy decoding, {args.tokens} tokens x batch {args.batch}, source length {args.src_len}, vocab {args.vocab}, "
+        f"{device} ({torch.get_num_threads()} threads); median of {args.repeats} runs"
+    )
     print(f"{'model':<14}{'params':>10}{'cached tok/s':>15}{'uncached tok/s':>17}{'ratio':>8}")
     rows = []
     for name in args.models:
@@ -62,7 +65,15 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
         assert figures["generated_tokens"] == args.batch * args.tokens
         fast, slow = figures["generate_tokens_per_s"], figures["generate_uncached_tokens_per_s"]
         params = sum(p.numel() for p in model.parameters())
-        rows.append({"model": name, "params": params, "cached_tokens_per_s": fast, "uncached_tokens_per_s": slow, "ratio": fast / slow})
+        rows.append(
+            {
+                "model": name,
+                "params": params,
+                "cached_tokens_per_s": fast,
+                "uncached_tokens_per_s": slow,
+                "ratio": fast / slow,
+            }
+        )
         print(f"{name:<14}{params:>10,}{fast:>15,.0f}{slow:>17,.0f}{fast / slow:>7.2f}x")
     return rows
 

@@ -11,6 +11,7 @@ directly: an operator whose time per token grows with the length is where a line
 still slows (typically the memory-bound ones, once the activations leave the caches). Denormals
 are flushed, as in every run of the suite; threads are the process's (``OMP_NUM_THREADS=1`` for one).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,7 +52,11 @@ def profile_step(overrides: list[str], batch_size: int = 4, warmup: int = 2) -> 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         step()
     tokens = batch.n_tokens
-    ops = [OpTime(e.key, e.count, e.self_cpu_time_total / 1e3, e.self_cpu_time_total / tokens) for e in prof.key_averages() if e.self_cpu_time_total > 0]
+    ops = [
+        OpTime(e.key, e.count, e.self_cpu_time_total / 1e3, e.self_cpu_time_total / tokens)
+        for e in prof.key_averages()
+        if e.self_cpu_time_total > 0
+    ]
     return sorted(ops, key=lambda o: -o.ms), tokens
 
 
@@ -65,7 +70,9 @@ def main(argv: list[str] | None = None) -> list[OpTime]:
     numerics.set_flush_denormals(True)  # as every run of the suite: subnormals would time the data, not the model
     ops, tokens = profile_step(args.overrides, args.batch, args.warmup)
     total = sum(o.ms for o in ops)
-    print(f"one training step, {tokens} tokens, {torch.get_num_threads()} threads: {total:.1f} ms, {total * 1e3 / tokens:.2f} us a token")
+    print(
+        f"one training step, {tokens} tokens, {torch.get_num_threads()} threads: {total:.1f} ms, {total * 1e3 / tokens:.2f} us a token"
+    )
     for o in ops[: args.top]:
         print(f"  {o.name:<40}{o.ms:10.1f} ms{o.us_per_token:9.2f} us/token  {o.calls:5d} calls")
     return ops

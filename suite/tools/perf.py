@@ -7,6 +7,7 @@ Prints training-step time (forward + backward) and inference time (eval, no grad
 and the ratio ours / torch (below 1.0: ours is faster), in fp32 and in the precision a run of
 the encoder uses here (``--precision auto``: bf16 autocast on an AMX CPU; ``--precision bf16`` forces it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--precision", default="auto", choices=numerics.PRECISIONS,
-                        help="timed beside fp32: auto (what a run of the encoder uses on this device), or bf16 to force it")
+    parser.add_argument(
+        "--precision",
+        default="auto",
+        choices=numerics.PRECISIONS,
+        help="timed beside fp32: auto (what a run of the encoder uses on this device), or bf16 to force it",
+    )
     args = parser.parse_args(argv)
     numerics.set_flush_denormals(True)  # as every run of the suite: subnormals would time the data, not the model
     device = torch.device(args.device)
@@ -62,21 +67,30 @@ def main(argv: list[str] | None = None) -> None:
 
         return run
 
-    precisions = list(dict.fromkeys(["fp32", numerics.resolve_precision(args.precision, device, ours)]))  # fp32, and what a run would use
-    print(f"device {device}, threads {torch.get_num_threads()}: batch {args.batch}, length {args.length}, d_model {args.d_model}, "
-          f"{args.layers} layers, {args.heads} heads, d_ff {args.d_ff}, dropout 0; median of {args.repeats} after {args.warmup} warm-up; "
-          f"precision {args.precision} -> {precisions[-1]} ({numerics.choose(args.precision, device, ours).reason})")
+    precisions = list(
+        dict.fromkeys(["fp32", numerics.resolve_precision(args.precision, device, ours)])
+    )  # fp32, and what a run would use
+    print(
+        f"device {device}, threads {torch.get_num_threads()}: batch {args.batch}, length {args.length}, d_model {args.d_model}, "
+        f"{args.layers} layers, {args.heads} heads, d_ff {args.d_ff}, dropout 0; median of {args.repeats} after {args.warmup} warm-up; "
+        f"precision {args.precision} -> {precisions[-1]} ({numerics.choose(args.precision, device, ours).reason})"
+    )
     tokens = args.batch * args.length
     print(f"{'':<24}{'ours':>24}{'torch.nn':>24}{'ratio ours/torch':>18}")
     for precision in precisions:
         with numerics.autocast(precision, device):
-            train = time_calls({"ours": train_step(ours), "torch": train_step(theirs)}, device, args.warmup, args.repeats)
+            train = time_calls(
+                {"ours": train_step(ours), "torch": train_step(theirs)}, device, args.warmup, args.repeats
+            )
             inference = time_calls({"ours": infer(ours), "torch": infer(theirs)}, device, args.warmup, args.repeats)
         for label, t in ((f"training step, {precision}", train), (f"inference, {precision}", inference)):
             ratio = t["ours"].median / t["torch"].median
             print(f"{label:<24}{str(t['ours']):>24}{str(t['torch']):>24}{ratio:>18.3f}")
-        print(f"tokens/s in {precision}: training ours {tokens / train['ours'].median:,.0f}, torch {tokens / train['torch'].median:,.0f}; "
-              f"inference ours {tokens / inference['ours'].median:,.0f}, torch {tokens / inference['torch'].median:,.0f}")
+        print(
+            f"tokens/s in {precision}: training ours {tokens / train['ours'].median:,.0f}, torch {tokens / train['torch'].median:,.0f}; "
+            f"inference ours {tokens / inference['ours'].median:,.0f}, torch {tokens / inference['torch'].median:,.0f}"
+        )
+
 
 if __name__ == "__main__":
     main()

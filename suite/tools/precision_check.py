@@ -13,6 +13,7 @@ ratio and what ``precision=auto`` picks for that model on this device (``suite.r
 a pick that the measurement contradicts is named below it. Then the fp32 and bf16 matmul peaks
 (the MFU denominators) with every round's figure and their spread.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,7 +55,15 @@ class Row:
         return ratio < 1 - margin if self.auto == "bf16" else ratio > 1 + margin
 
 
-def measure(model_name: str, length: int, batch_size: int, overrides: list[str], device: torch.device, repeats: int, min_seconds: float) -> Row:
+def measure(
+    model_name: str,
+    length: int,
+    batch_size: int,
+    overrides: list[str],
+    device: torch.device,
+    repeats: int,
+    min_seconds: float,
+) -> Row:
     """Training and inference tokens/s of one model in fp32 and bf16, timed interleaved."""
     cfg = composed(["experiment=speed_vs_length", f"model={model_name}", f"task.seq_len={length}", *overrides])
     task = instantiate(cfg.task)
@@ -67,8 +76,13 @@ def measure(model_name: str, length: int, batch_size: int, overrides: list[str],
         calls[f"infer/{precision}"] = inferring(model, lambda: inference(task, model, batch), precision, device)
     times = time_calls(calls, device, warmup=1, repeats=repeats, min_seconds=min_seconds)
     rate = {k: batch.n_tokens / t.median for k, t in times.items()}
-    return Row(model_name, numerics.family(model) or "", numerics.resolve_precision("auto", device, model),
-               {p: rate[f"train/{p}"] for p in PRECISIONS}, {p: rate[f"infer/{p}"] for p in PRECISIONS})
+    return Row(
+        model_name,
+        numerics.family(model) or "",
+        numerics.resolve_precision("auto", device, model),
+        {p: rate[f"train/{p}"] for p in PRECISIONS},
+        {p: rate[f"infer/{p}"] for p in PRECISIONS},
+    )
 
 
 def table(rows: list[Row]) -> str:
@@ -76,8 +90,10 @@ def table(rows: list[Row]) -> str:
     head = "| model | family | auto picks | train tok/s fp32 | train tok/s bf16 | bf16/fp32 | infer tok/s fp32 | infer tok/s bf16 | bf16/fp32 |"
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
-        lines.append(f"| {r.model} | {r.family} | {r.auto} | {fmt.rate(r.train['fp32'])} | {fmt.rate(r.train['bf16'])} | {r.ratio('train'):.2f}x "
-                     f"| {fmt.rate(r.infer['fp32'])} | {fmt.rate(r.infer['bf16'])} | {r.ratio('infer'):.2f}x |")
+        lines.append(
+            f"| {r.model} | {r.family} | {r.auto} | {fmt.rate(r.train['fp32'])} | {fmt.rate(r.train['bf16'])} | {r.ratio('train'):.2f}x "
+            f"| {fmt.rate(r.infer['fp32'])} | {fmt.rate(r.infer['bf16'])} | {r.ratio('infer'):.2f}x |"
+        )
     return "\n".join(lines)
 
 
@@ -89,7 +105,9 @@ def peak_line(peak: Peak) -> str:
 def main(argv: list[str] | None = None) -> list[Row]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("overrides", nargs="*", help="Hydra overrides applied to every model (e.g. model.d_model=256)")
-    parser.add_argument("--models", default="transformer,lstm,gru,rnn", help="model configs (conf/model/), comma-separated")
+    parser.add_argument(
+        "--models", default="transformer,lstm,gru,rnn", help="model configs (conf/model/), comma-separated"
+    )
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds at least")
@@ -100,14 +118,21 @@ def main(argv: list[str] | None = None) -> list[Row]:
     numerics.set_flush_denormals(True)  # as every run of the suite
     device = torch.device(args.device)
     unit = numerics.cpu_bf16_kind() if device.type == "cpu" else "cuda"
-    print(f"{cpu_name() if device.type == 'cpu' else torch.cuda.get_device_name(device)}: {torch.backends.cpu.get_cpu_capability()}, "
-          f"bf16 unit {unit}; {torch.get_num_threads()} threads; length {args.length}, batch {args.batch}"
-          + (f"; overrides {' '.join(args.overrides)}" if args.overrides else ""))
-    rows = [measure(m, args.length, args.batch, args.overrides, device, args.repeats, args.min_seconds) for m in args.models.split(",")]
+    print(
+        f"{cpu_name() if device.type == 'cpu' else torch.cuda.get_device_name(device)}: {torch.backends.cpu.get_cpu_capability()}, "
+        f"bf16 unit {unit}; {torch.get_num_threads()} threads; length {args.length}, batch {args.batch}"
+        + (f"; overrides {' '.join(args.overrides)}" if args.overrides else "")
+    )
+    rows = [
+        measure(m, args.length, args.batch, args.overrides, device, args.repeats, args.min_seconds)
+        for m in args.models.split(",")
+    ]
     print(table(rows))
     for r in rows:
         if r.contradicted():
-            print(f"note: precision=auto picks {r.auto} for {r.model}, but bf16 trained {r.ratio('train'):.2f}x the fp32 speed here")
+            print(
+                f"note: precision=auto picks {r.auto} for {r.model}, but bf16 trained {r.ratio('train'):.2f}x the fp32 speed here"
+            )
     if not args.no_peak:
         # Without a bf16 unit every bf16 product is converted in software (about 1 GFLOP/s on an AVX2 EPYC): a smaller square says as much.
         bf16_size = None if unit in ("amx", "avx512_bf16", "cuda") else 512

@@ -12,6 +12,7 @@ A callback stops the run by setting ``state.stop_reason``, and asks for a shorte
 with ``state.request_total(steps)``; the loop applies both (agreed across ranks). What a
 callback must carry over a resume goes in ``state_dict``/``load_state_dict``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -100,7 +101,9 @@ class EarlyStopping(Callback):
         self.patience, self.bad_epochs = patience, 0
 
     def on_validation_end(self, state: FitState) -> None:
-        if not state.best_eligible:  # epochs that could not be the best (a schedule still running) do not count against patience
+        if (
+            not state.best_eligible
+        ):  # epochs that could not be the best (a schedule still running) do not count against patience
             return
         self.bad_epochs = 0 if state.improved else self.bad_epochs + 1
         if self.patience and self.bad_epochs >= self.patience and state.stop_reason is None:
@@ -219,19 +222,29 @@ class Progress(Callback):
 
     def on_fit_start(self, state: FitState) -> None:
         show = self.enabled and state.world.main and sys.stderr.isatty()
-        self.bar = tqdm(total=state.total, initial=state.step, desc=self.desc, disable=not show, dynamic_ncols=True, leave=False)
+        self.bar = tqdm(
+            total=state.total, initial=state.step, desc=self.desc, disable=not show, dynamic_ncols=True, leave=False
+        )
 
     def on_step_end(self, state: FitState) -> None:
         self.bar.total = state.total
         if state.step % self.every == 0 or state.step == 1:
-            self.bar.set_postfix(loss=f"{state.loss_value():.3f}", tok_s=f"{state.tokens / max(1e-9, state.elapsed()):.0f}")
+            self.bar.set_postfix(
+                loss=f"{state.loss_value():.3f}", tok_s=f"{state.tokens / max(1e-9, state.elapsed()):.0f}"
+            )
         self.bar.update(1)
 
     def on_validation_end(self, state: FitState) -> None:
         self.bar.set_postfix(**{f"val_{state.primary}": f"{state.val[state.primary]:.3f}"})
         if state.world.main:
-            log.info("epoch %d, step %d/%d, %.0fs: val %s", state.epoch, state.step, state.total, state.train_seconds,
-                     ", ".join(f"{k}={v:.4f}" for k, v in state.val.items()))
+            log.info(
+                "epoch %d, step %d/%d, %.0fs: val %s",
+                state.epoch,
+                state.step,
+                state.total,
+                state.train_seconds,
+                ", ".join(f"{k}={v:.4f}" for k, v in state.val.items()),
+            )
 
     def on_fit_end(self, state: FitState) -> None:
         self.bar.close()

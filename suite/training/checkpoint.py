@@ -3,6 +3,7 @@
 Every state is kept as tensors, numbers, strings and tuples, so ``last.pt`` loads with
 ``torch.load(..., weights_only=True)``: resuming never unpickles code, whatever file it is given.
 """
+
 from __future__ import annotations
 
 import pickle
@@ -30,11 +31,15 @@ def read_last(path: Path, device: torch.device) -> dict[str, Any]:
     try:
         saved = torch.load(path, map_location=device, weights_only=True)
     except pickle.UnpicklingError as err:
-        raise ValueError(f"{path} holds more than tensors and plain values (a {LAST} of an older format of this suite, or not ours), "
-                         f"so it is not loaded; start afresh with trainer.resume=never ({str(err).splitlines()[0]})") from err
+        raise ValueError(
+            f"{path} holds more than tensors and plain values (a {LAST} of an older format of this suite, or not ours), "
+            f"so it is not loaded; start afresh with trainer.resume=never ({str(err).splitlines()[0]})"
+        ) from err
     if not isinstance(saved, dict) or saved.get("format") != FORMAT:
         found = saved.get("format") if isinstance(saved, dict) else None
-        raise ValueError(f"{path} is not a {LAST} of this suite (format {found!r}); start afresh with trainer.resume=never")
+        raise ValueError(
+            f"{path} is not a {LAST} of this suite (format {found!r}); start afresh with trainer.resume=never"
+        )
     return saved
 
 
@@ -43,8 +48,13 @@ def rng_state() -> dict[str, Any]:
     name, keys, position, has_gauss, cached_gaussian = np.random.get_state()
     return {
         "python": random.getstate(),  # (version, 625 ints, None or a float)
-        "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "position": int(position),
-                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached_gaussian)},
+        "numpy": {
+            "name": name,
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "position": int(position),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached_gaussian),
+        },
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
     }
@@ -54,7 +64,9 @@ def set_rng_state(state: dict[str, Any]) -> None:
     """Restore what ``rng_state`` captured (CUDA only where the same devices exist)."""
     random.setstate(state["python"])
     n = state["numpy"]
-    np.random.set_state((n["name"], n["keys"].numpy().astype(np.uint32), n["position"], n["has_gauss"], n["cached_gaussian"]))
+    np.random.set_state(
+        (n["name"], n["keys"].numpy().astype(np.uint32), n["position"], n["has_gauss"], n["cached_gaussian"])
+    )
     torch.set_rng_state(state["torch"])
     if state["cuda"] and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -68,8 +80,12 @@ def loader_generators(loader: Any) -> list[torch.Generator]:
     batch sampler's (e.g. length-bucketed batches). Each appears once.
     """
     found: dict[int, torch.Generator] = {}
-    holders: Iterable[Any] = (loader, getattr(loader, "sampler", None), getattr(loader, "batch_sampler", None),
-                              getattr(getattr(loader, "batch_sampler", None), "sampler", None))
+    holders: Iterable[Any] = (
+        loader,
+        getattr(loader, "sampler", None),
+        getattr(loader, "batch_sampler", None),
+        getattr(getattr(loader, "batch_sampler", None), "sampler", None),
+    )
     for holder in holders:
         generator = getattr(holder, "generator", None)
         if isinstance(generator, torch.Generator):

@@ -5,6 +5,7 @@ gain or an embedding table it only shrinks what should not be shrunk (a LayerNor
 towards 0, rarely seen tokens' embeddings erased). GPT-2, BERT and ViT decay only the weight
 matrices of layers; ``decay_groups`` does the same.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -3,6 +3,7 @@
 Each takes the optimizer and the planned number of optimizer steps (which the trainer knows,
 the config does not) and returns a scheduler stepped once per optimizer step.
 """
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """What the training loop and its callbacks share while a model trains (``FitState``)."""
+
 from __future__ import annotations
 
 import math
@@ -35,12 +36,16 @@ class FitState:
     loss: Tensor | None = None
     val: dict[str, float] = field(default_factory=dict)
     improved: bool = False
-    best_eligible: bool = True  # a callback may rule this epoch's weights out as the best (a pruning schedule short of its target)
+    best_eligible: bool = (
+        True  # a callback may rule this epoch's weights out as the best (a pruning schedule short of its target)
+    )
     stop_reason: str | None = None
     requested_total: int | None = None
     clock: float | None = None  # perf_counter at the start of the running epoch
     loader: Any = None  # the training loader (this rank's shard)
-    epoch_generators: list[Tensor] = field(default_factory=list)  # the data order's generator states at the epoch's start
+    epoch_generators: list[Tensor] = field(
+        default_factory=list
+    )  # the data order's generator states at the epoch's start
     _loss_cache: tuple[int, float] | None = None
 
     def elapsed(self) -> float:

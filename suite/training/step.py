@@ -1,4 +1,5 @@
 """One optimizer step: the step training takes and the step the speed harness times are this one."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,7 +22,9 @@ class Update:
     grad_clip: float | None = None
 
 
-def optimizer_step(model: nn.Module, task: Task, batch: Batch, update: Update, precision: str, device: torch.device) -> Tensor:
+def optimizer_step(
+    model: nn.Module, task: Task, batch: Batch, update: Update, precision: str, device: torch.device
+) -> Tensor:
     """Forward under ``precision`` autocast, the task's loss, backward, clipped gradients, optimizer and schedule step.
 
     Returns the loss, detached. Raises ``Diverged`` (before any update) when it is not finite.

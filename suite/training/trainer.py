@@ -10,6 +10,7 @@ stop signal; and, under torchrun, the data shards and the ranks' agreement. The 
 the test split with the fitted model afterwards. A model without trainable parameters (an
 extractive baseline) is only evaluated.
 """
+
 from __future__ import annotations
 
 import logging
@@ -159,7 +160,9 @@ class Trainer:
     def autocast(self, device: torch.device, model: nn.Module):
         return numerics.autocast(self.choice(device, model).precision, device)
 
-    def evaluate(self, model: nn.Module, task: Task, batches: Iterable[Batch], device: torch.device) -> tuple[dict[str, float], dict[str, float]]:
+    def evaluate(
+        self, model: nn.Module, task: Task, batches: Iterable[Batch], device: torch.device
+    ) -> tuple[dict[str, float], dict[str, float]]:
         """Task metrics on a split, and inference throughput (real tokens and items per second)."""
         model.eval()
         counted = _Counted(limited(batches, self.limit_eval_batches), device)
@@ -171,7 +174,9 @@ class Trainer:
             seconds = time.perf_counter() - start
         return metrics, counted.rates(seconds)
 
-    def score(self, model: nn.Module, task: Task, device: torch.device, seed: int, split: str = "test") -> tuple[dict[str, float], dict[str, float]]:
+    def score(
+        self, model: nn.Module, task: Task, device: torch.device, seed: int, split: str = "test"
+    ) -> tuple[dict[str, float], dict[str, float]]:
         """Metrics and inference throughput of ``model`` on a whole split (the job scores test with the fitted model)."""
         loaders = task.loaders(self.batch_size, seed, eval_batch_size=self.eval_batch_size)
         return self.evaluate(model, task, loaders[split], device)
@@ -180,7 +185,10 @@ class Trainer:
         """The standard ones, in the order they run: budget, best weights, early stopping, logging, progress."""
         out: list[Callback] = [TimeBudget(self.time_budget_s)] if self.time_budget_s is not None else []
         out += [BestCheckpoint(checkpoint_dir)] + ([EarlyStopping(self.patience)] if self.patience else [])
-        return out + [TrackerLog(tracker, self.log_every), Progress(f"{task.name}/{self.name}", self.progress, self.log_every)]
+        return out + [
+            TrackerLog(tracker, self.log_every),
+            Progress(f"{task.name}/{self.name}", self.progress, self.log_every),
+        ]
 
     def resume_from(self, checkpoint_dir: Path | None) -> Path | None:
         """The ``last.pt`` to continue from, per ``resume``; None to start afresh."""
@@ -191,12 +199,24 @@ class Trainer:
             return path if path is not None and path.is_file() else None
         path = Path(self.resume)
         if not path.is_file():
-            raise FileNotFoundError(f"trainer.resume={self.resume}: no such checkpoint (a run writes <run dir>/checkpoints/{LAST}; "
-                                    "trainer.resume=auto continues from the run directory's own)")
+            raise FileNotFoundError(
+                f"trainer.resume={self.resume}: no such checkpoint (a run writes <run dir>/checkpoints/{LAST}; "
+                "trainer.resume=auto continues from the run directory's own)"
+            )
         return path
 
-    def fit(self, model: nn.Module, task: Task, device: torch.device, seed: int, checkpoint_dir: Path | None = None, tracker: Tracker | None = None,
-            callbacks: Sequence[Callback] = (), identity: dict[str, Any] | None = None, world: distributed.World = distributed.SINGLE) -> FitResult:
+    def fit(
+        self,
+        model: nn.Module,
+        task: Task,
+        device: torch.device,
+        seed: int,
+        checkpoint_dir: Path | None = None,
+        tracker: Tracker | None = None,
+        callbacks: Sequence[Callback] = (),
+        identity: dict[str, Any] | None = None,
+        world: distributed.World = distributed.SINGLE,
+    ) -> FitResult:
         """Train with validation each epoch; return the model with its best validation weights.
 
         Args:
@@ -212,9 +232,24 @@ class Trainer:
             return self.evaluate_only(model, task, loaders, device)
         train = distributed.shard(loaders["train"], world, seed)
         steps_per_epoch = len(train) if self.limit_train_batches is None else min(len(train), self.limit_train_batches)
-        total = steps_per_epoch * self.max_epochs if self.max_steps is None else min(self.max_steps, steps_per_epoch * self.max_epochs)
+        total = (
+            steps_per_epoch * self.max_epochs
+            if self.max_steps is None
+            else min(self.max_steps, steps_per_epoch * self.max_epochs)
+        )
         update = self.update(model, total)
-        state = FitState(model, update.optimizer, update.scheduler, task, device, world, total=total, planned=total, primary=task.primary_metric, loader=train)
+        state = FitState(
+            model,
+            update.optimizer,
+            update.scheduler,
+            task,
+            device,
+            world,
+            total=total,
+            planned=total,
+            primary=task.primary_metric,
+            loader=train,
+        )
         hooks = Hooks(self.callbacks(task, checkpoint_dir, tracker) + list(callbacks))
         saves = Saves(checkpoint_dir, (identity or {}) | {"world_size": world.size})
         position: dict[str, Any] | None = None
@@ -223,7 +258,9 @@ class Trainer:
             log.info("resumed from %s at epoch %d, step %d", path, position["epoch"], state.step)
         resumed_at = state.step if position is not None else None
         # The wrapper averages gradients over ranks; evaluation and checkpoints use the plain model.
-        stepped = model if not world.distributed else nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
+        stepped = (
+            model if not world.distributed else nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
+        )
         hooks.fire("on_fit_start", state)
         with StopSignals() as signals:
             for epoch in range(position["epoch"] if position else 1, self.max_epochs + 1):
@@ -239,8 +276,16 @@ class Trainer:
             (checkpoint_dir / LAST).unlink(missing_ok=True)
         return self.result(state, hooks, resumed_at)
 
-    def train_epoch(self, stepped: nn.Module, state: FitState, hooks: Hooks, saves: Saves, signals: StopSignals, epoch: int,
-                    position: dict[str, Any] | None) -> None:
+    def train_epoch(
+        self,
+        stepped: nn.Module,
+        state: FitState,
+        hooks: Hooks,
+        saves: Saves,
+        signals: StopSignals,
+        epoch: int,
+        position: dict[str, Any] | None,
+    ) -> None:
         """The epoch's steps, each followed by the callbacks; ``last.pt`` when a signal stops the run (then ``Interrupted``) or when one is due."""
         state.epoch = epoch
         state.model.train()
@@ -255,8 +300,11 @@ class Trainer:
             hooks.fire("on_step_end", state)
             if self.agree(state, signals.received is not None):
                 self.save(saves, state, hooks, at_epoch_end=False)
-                raise Interrupted(f"stopped by signal {signals.received} at epoch {epoch}, step {state.step}; "
-                                  f"{LAST} saved: re-run the same command (same run directory) to resume", forward=signals.forward)
+                raise Interrupted(
+                    f"stopped by signal {signals.received} at epoch {epoch}, step {state.step}; "
+                    f"{LAST} saved: re-run the same command (same run directory) to resume",
+                    forward=signals.forward,
+                )
             if self.checkpoint_every_s is not None and time.perf_counter() - saves.last > self.checkpoint_every_s:
                 self.save(saves, state, hooks, at_epoch_end=False)
             if state.stop_reason is not None:
@@ -279,10 +327,20 @@ class Trainer:
         best = next((h for h in hooks if isinstance(h, BestCheckpoint)), None)
         tokens, items = distributed.reduce([state.tokens, state.items], "sum", state.world, state.device)
         seconds = max(distributed.reduce([state.train_seconds], "max", state.world, state.device)[0], 1e-9)
-        return FitResult(model=state.model, val=best.val if best else state.val, steps=state.step, epochs=state.epoch,
-                         best_epoch=best.epoch if best else state.epoch, stop_reason=state.stop_reason or "max_epochs", train_seconds=state.train_seconds,
-                         speed={"train_tokens_per_s": tokens / seconds, "train_items_per_s": items / seconds},
-                         **self.choice(state.device, state.model).fields(), planned_steps=state.planned, resumed_at=resumed_at, world_size=state.world.size)
+        return FitResult(
+            model=state.model,
+            val=best.val if best else state.val,
+            steps=state.step,
+            epochs=state.epoch,
+            best_epoch=best.epoch if best else state.epoch,
+            stop_reason=state.stop_reason or "max_epochs",
+            train_seconds=state.train_seconds,
+            speed={"train_tokens_per_s": tokens / seconds, "train_items_per_s": items / seconds},
+            **self.choice(state.device, state.model).fields(),
+            planned_steps=state.planned,
+            resumed_at=resumed_at,
+            world_size=state.world.size,
+        )
 
     def parameter_groups(self, model: nn.Module) -> list[dict[str, Any]] | list[nn.Parameter]:
         """What the optimizer updates: every trainable parameter, or (``decay='matrices'``) two groups, decayed and not."""
@@ -298,8 +356,14 @@ class Trainer:
     def train_step(self, model: nn.Module, state: FitState, batch: Batch) -> None:
         """One optimizer and schedule step on ``batch`` (``optimizer_step``); counts it."""
         try:
-            loss = optimizer_step(model, state.task, batch, Update(state.optimizer, state.scheduler, self.grad_clip),
-                                  self.choice(state.device, state.model).precision, state.device)
+            loss = optimizer_step(
+                model,
+                state.task,
+                batch,
+                Update(state.optimizer, state.scheduler, self.grad_clip),
+                self.choice(state.device, state.model).precision,
+                state.device,
+            )
         except Diverged as err:
             raise Diverged(f"{err} at step {state.step}") from None
         state.loss = loss
@@ -334,16 +398,28 @@ class Trainer:
         if state.world.distributed:
             # One collective a step: the maximum of -total is minus the shortest requested schedule.
             stop, interrupted_anywhere, neg_total = distributed.reduce(
-                [float(state.stop_reason is not None), float(interrupted), -float(state.requested_total or math.inf)], "max", state.world, state.device)
-            state.requested_total, interrupted = (None if math.isinf(neg_total) else int(-neg_total)), bool(interrupted_anywhere)
+                [float(state.stop_reason is not None), float(interrupted), -float(state.requested_total or math.inf)],
+                "max",
+                state.world,
+                state.device,
+            )
+            state.requested_total, interrupted = (
+                (None if math.isinf(neg_total) else int(-neg_total)),
+                bool(interrupted_anywhere),
+            )
             if stop:  # every rank stops, for the first reason any rank had
                 state.stop_reason = next(r for r in distributed.gather(state.stop_reason, state.world) if r is not None)
         if state.requested_total is not None and state.requested_total != state.total:
-            state.total, state.scheduler = state.requested_total, self.replan(state.optimizer, state.requested_total, state.step)
+            state.total, state.scheduler = (
+                state.requested_total,
+                self.replan(state.optimizer, state.requested_total, state.step),
+            )
         state.requested_total = None
         return interrupted
 
-    def validate(self, model: nn.Module, task: Task, batches: Iterable[Batch], device: torch.device, world: distributed.World) -> dict[str, float]:
+    def validate(
+        self, model: nn.Module, task: Task, batches: Iterable[Batch], device: torch.device, world: distributed.World
+    ) -> dict[str, float]:
         """Validation metrics from rank 0 on the whole split (each example once), shared with every rank."""
         val = self.evaluate(model, task, batches, device)[0] if world.main else None
         return distributed.broadcast(val, world)
@@ -357,49 +433,85 @@ class Trainer:
         rng = distributed.gather(rng_state(), state.world)
         if not state.world.main:
             return
-        generators = [g.get_state() for g in loader_generators(state.loader)] if at_epoch_end else state.epoch_generators
-        write_last(checkpoint_dir / LAST, {
-            "identity": identity,
-            "model": state.model.state_dict(),
-            "optimizer": state.optimizer.state_dict(),
-            "scheduler": state.scheduler.state_dict(),
-            "total": state.total, "planned": state.planned, "step": state.step, "epoch": state.epoch,
-            "train_seconds": state.train_seconds if at_epoch_end else state.elapsed(), "tokens": state.tokens, "items": state.items,
-            "stop_reason": state.stop_reason,
-            "position": {"epoch": state.epoch + 1 if at_epoch_end else state.epoch, "batch": 0 if at_epoch_end else state.batch, "generators": generators},
-            "rng": rng,
-            "callbacks": [{"type": type(h).__name__, "state": h.state_dict()} for h in hooks],
-        })
+        generators = (
+            [g.get_state() for g in loader_generators(state.loader)] if at_epoch_end else state.epoch_generators
+        )
+        write_last(
+            checkpoint_dir / LAST,
+            {
+                "identity": identity,
+                "model": state.model.state_dict(),
+                "optimizer": state.optimizer.state_dict(),
+                "scheduler": state.scheduler.state_dict(),
+                "total": state.total,
+                "planned": state.planned,
+                "step": state.step,
+                "epoch": state.epoch,
+                "train_seconds": state.train_seconds if at_epoch_end else state.elapsed(),
+                "tokens": state.tokens,
+                "items": state.items,
+                "stop_reason": state.stop_reason,
+                "position": {
+                    "epoch": state.epoch + 1 if at_epoch_end else state.epoch,
+                    "batch": 0 if at_epoch_end else state.batch,
+                    "generators": generators,
+                },
+                "rng": rng,
+                "callbacks": [{"type": type(h).__name__, "state": h.state_dict()} for h in hooks],
+            },
+        )
 
     def restore(self, path: Path, state: FitState, hooks: Hooks, identity: dict[str, Any]) -> dict[str, Any]:
         """Load ``last.pt`` into ``state`` and the callbacks, or refuse it with the reason; returns the data position to continue from."""
         saved = read_last(path, state.device)
-        if differences := config_differences(current(saved["identity"]), identity):  # current: paths from before the package move
-            raise ValueError(f"{path} was written by another configuration ({'; '.join(differences[:5])}); re-run with the overrides that wrote it, "
-                             "or start afresh with trainer.resume=never or another run directory")
+        if differences := config_differences(
+            current(saved["identity"]), identity
+        ):  # current: paths from before the package move
+            raise ValueError(
+                f"{path} was written by another configuration ({'; '.join(differences[:5])}); re-run with the overrides that wrote it, "
+                "or start afresh with trainer.resume=never or another run directory"
+            )
         try:
             state.model.load_state_dict(saved["model"])
         except RuntimeError as err:
             raise ValueError(f"{path} does not fit this model: {err}") from err
         state.scheduler = self.make_scheduler(state.optimizer, total_steps=max(1, saved["total"]))
-        state.optimizer.load_state_dict(saved["optimizer"])  # after the schedule is made: it restores the learning rate the schedule had set
+        state.optimizer.load_state_dict(
+            saved["optimizer"]
+        )  # after the schedule is made: it restores the learning rate the schedule had set
         state.scheduler.load_state_dict(saved["scheduler"])
-        state.total, state.planned, state.step, state.epoch = saved["total"], saved["planned"], saved["step"], saved["epoch"]
+        state.total, state.planned, state.step, state.epoch = (
+            saved["total"],
+            saved["planned"],
+            saved["step"],
+            saved["epoch"],
+        )
         state.train_seconds, state.tokens, state.items = saved["train_seconds"], saved["tokens"], saved["items"]
         state.stop_reason = saved["stop_reason"]
-        kept = {key: c["state"] for key, c in zip(callback_keys(c["type"] for c in saved["callbacks"]), saved["callbacks"])}
+        kept = {
+            key: c["state"] for key, c in zip(callback_keys(c["type"] for c in saved["callbacks"]), saved["callbacks"])
+        }
         for hook, key in zip(hooks, callback_keys(type(h).__name__ for h in hooks)):
             if key in kept:  # a callback new to this run starts afresh
                 hook.load_state_dict(kept[key])
         return saved["position"] | {"rng": saved["rng"][state.world.rank]}
 
-    def evaluate_only(self, model: nn.Module, task: Task, loaders: dict[str, Iterable[Batch]], device: torch.device) -> FitResult:
+    def evaluate_only(
+        self, model: nn.Module, task: Task, loaders: dict[str, Iterable[Batch]], device: torch.device
+    ) -> FitResult:
         """A model with nothing to train (e.g. Lead-k): validation metrics, no steps."""
         val, _ = self.evaluate(model, task, loaders["val"], device)
-        return FitResult(model=model, val=val, steps=0, epochs=0, best_epoch=0, stop_reason="no_parameters", train_seconds=0.0,
-                         **self.choice(device, model).fields(), planned_steps=0)
-
-
+        return FitResult(
+            model=model,
+            val=val,
+            steps=0,
+            epochs=0,
+            best_epoch=0,
+            stop_reason="no_parameters",
+            train_seconds=0.0,
+            **self.choice(device, model).fields(),
+            planned_steps=0,
+        )
 
 
 def callback_keys(names: Iterable[str]) -> list[tuple[str, int]]:
@@ -427,7 +539,12 @@ def resume_identity(cfg: Any) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     trainer = {k: v for k, v in OmegaConf.to_container(cfg.trainer, resolve=True).items() if k not in RESUME_MAY_CHANGE}
-    return {"task": OmegaConf.to_container(cfg.task, resolve=True), "model": OmegaConf.to_container(cfg.model, resolve=True), "seed": cfg.seed, "trainer": trainer}
+    return {
+        "task": OmegaConf.to_container(cfg.task, resolve=True),
+        "model": OmegaConf.to_container(cfg.model, resolve=True),
+        "seed": cfg.seed,
+        "trainer": trainer,
+    }
 
 
 class _Counted:
