@@ -13,9 +13,8 @@ BENCH_DIR ?= runs/bench-quick
 BENCH_FULL_DIR ?= runs/bench-full
 RUNS ?= $(BENCH_DIR)
 # Training sweeps of small models run two points at a time, one thread each (faster on 2 cores
-# than one point on two threads). Speed points run alone on one thread: on this 2-core VM a point
-# measured on two threads changed by up to 2.1x from one process to the next (LSTM, length 64:
-# 6.2 against 13.1 ms a step, each steady for 5 s), on one thread by at most 1.4x.
+# than one point on two threads). Speed points run alone on one thread: on two threads of a 2-core
+# VM a point moves far more from one process to the next (docs/measurement.md).
 PAR := OMP_NUM_THREADS=1
 JOBLIB := hydra/launcher=joblib hydra.launcher.n_jobs=2
 NAME ?= quick
@@ -28,9 +27,8 @@ BENCH_TRANSLATION_STEPS ?= 400
 # with the key at the end, 128 positions from [CLS], beyond the windows' reach after 2 layers
 # (local/longformer window 16, bigbird blocks of 16), one budget (150 steps of 16) for every
 # variant; runs tagged benchmark=lra go into the report's lra table. By default the reach check
-# alone (full, local, longformer, bigbird: 135 s at a load of 3-4 on the 2 cores; at batch 32 the
-# same outcomes took 276 s); BENCH_RECALL_OTHERS=full,linear,performer,reformer,linformer,nystrom
-# recalls every variant (the six took 14 min at batch 32 under a load of 5-9).
+# alone (full, local, longformer, bigbird; batch 16 gives the outcomes of batch 32 in half the
+# work); BENCH_RECALL_OTHERS=full,linear,performer,reformer,linformer,nystrom recalls every variant.
 BENCH_RECALL_STEPS ?= 150
 BENCH_RECALL_OTHERS ?= full
 BENCH_ATTENTION_SPEED := job.warmup=1 job.repeats=2 job.min_time_s=1 job.measure_peak=false job.time_budget_s=120
@@ -51,7 +49,7 @@ define bench_attention_recall
 	$(PAR) $(RUN) -m $(BENCH_RECALL) model/attention=$(BENCH_RECALL_OTHERS)
 endef
 
-.PHONY: help install data fashion-mnist test test-slow precision-check bench bench-speed-lane bench-side-lane bench-tail-a bench-tail-b bench-compression bench-full bench-attention bench-attention-full patterns report perf gpu-check clean
+.PHONY: help install data fashion-mnist test test-slow lint docs precision-check bench bench-speed-lane bench-side-lane bench-tail-a bench-tail-b bench-compression bench-full bench-attention bench-attention-full patterns report perf gpu-check clean
 
 help: ## List the commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -60,7 +58,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	# torch and torchvision first, pinned: this pair lies on the machine's disk (no large download)
 	$(VENV)/bin/pip install -q torch==2.14.1 torchvision==0.29.1
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/pip install -q -e '.[test,docs]'
 	touch $@
 
 install: $(STAMP) ## Create .venv with torch 2.14.1, torchvision 0.29.1 and the project
@@ -75,13 +73,20 @@ fashion-mnist: ## Install Fashion-MNIST from Debian (dataset-fashion-mnist), if 
 data: install fashion-mnist ## Prepare data/ from ../shared/data (links) and Fashion-MNIST
 	$(PYTHON) -m suite.data.datadir --source $(SHARED_DATA)
 
-test: data ## Run the tests (fast set; a few minutes)
+test: data lint docs ## Run the tests (fast set; a few minutes), after the lint and the documentation build
 	$(PYTHON) -m pytest -m "not slow" -q
+
+lint: install ## ruff: lint and format check (line length 120; `ruff format .` applies the format)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+docs: install ## The documentation site from docs/ into site/ (MkDocs + Material; --strict: a broken link or a missing included report fails)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 test-slow: data ## Run the slower checks (marker 'slow')
 	$(PYTHON) -m pytest -m slow -q
 
-bench: data ## The quick benchmark (from a clean clone on 2 cores: 18 min on the AVX-512 EPYC, 25 min on the AVX2-only EPYC; README): every task, speed and accuracy against length, attention variants, compression, language models; the report in results/quick/
+bench: data ## The quick benchmark (its time per CPU kind: docs/benchmark.md): every task, speed and accuracy against length, attention variants, compression, language models; the report in results/quick/
 	@mkdir -p $(BENCH_DIR) && date +%s > $(BENCH_DIR)/.started
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB)
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB) task=image trainer.max_steps=1000
@@ -112,9 +117,8 @@ bench-tail-b:
 	$(PAR) $(RUN) -m $(BENCH_NEWS) task.seq_len=256 model=lstm
 
 # make bench's speed lane: every point alone on its core, one thread. A training process on the
-# other core moved a point no more than two quiet runs differ (GRU at 1024: 11.4k tokens/s against
-# 11.9k and 11.5k quiet; Transformer 9.71k against 9.67k and 9.50k; the matmul peak 92.3 against
-# 93.3 GFLOP/s), and each record keeps the load it saw (speed.others_cpu_share).
+# other core moved a point no more than two quiet runs differ (docs/benchmark.md), and each record
+# keeps the load it saw (speed.others_cpu_share).
 bench-speed-lane:
 	$(PAR) $(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_vs_length \
 	  task.seq_len=64,256,1024,4096 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120 job.max_len=4096
@@ -139,7 +143,7 @@ bench-attention: data ## make bench's efficient-attention part alone: every vari
 	$(bench_attention_recall)
 
 # Compression in make bench (after the tasks: it compresses their SST-2 Transformer): two
-# post-training methods, no fine-tuning, under a minute on a core; compression.md and two figures.
+# post-training methods, no fine-tuning; compression.md and two figures.
 BENCH_COMPRESS ?= dynamic_int8,onnx_int8
 define bench_compression
 	$(PAR) $(RUN) -m experiment=compression task=sentiment model=transformer hydra.sweep.dir=$(BENCH_DIR)/compression \

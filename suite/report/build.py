@@ -451,9 +451,11 @@ def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[
     )
     flushed = sorted({str(r.numerics.get("flush_denormals")) for r in records if r.numerics})
     precisions = sorted({r.precision for r in records if r.precision})
+    commits = sorted({r.git_commit[:7] for r in records if r.git_commit})
     machine = (
         f"measured on: {', '.join(devices)}; {platform.platform()}; {len(records)} runs; "
-        f"denormals flushed: {', '.join(flushed) or 'not recorded'}; precision: {', '.join(precisions) or 'fp32 (not recorded)'}"
+        f"denormals flushed: {', '.join(flushed) or 'not recorded'}; precision: {', '.join(precisions) or 'fp32 (not recorded)'}; "
+        f"commit: {', '.join(commits) or 'not recorded'}"
     )
     (out_dir / "machine.txt").write_text(machine + "\n")
     sections = {
