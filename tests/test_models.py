@@ -174,3 +174,11 @@ def test_padding_before_real_positions_is_refused():
     pad = (torch.arange(8)[None] >= torch.tensor([8, 3])[:, None]).flip(1)
     with pytest.raises(ValueError, match="right padding"):
         enc(torch.randn(2, 8, 16), pad)
+
+
+def test_the_padding_benchmark_compares_equal_outputs():
+    from suite.tools.rnn_padding import main
+
+    rows = main(["--batch", "3", "--length", "10", "--width", "8", "--layers", "1", "--repeats", "1"])
+    assert [r["cell"] for r in rows] == ["lstm", "gru", "rnn"]
+    assert all(r["max_difference"] < 1e-5 and r["packed_ms"] > 0 and r["fused_ms"] > 0 for r in rows)
