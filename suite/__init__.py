@@ -7,7 +7,8 @@ from omegaconf import OmegaConf
 
 
 def model_id(name: str, attention: str | None = None) -> str:
-    """A model's name in a sweep's directory names: 'transformer', 'transformer-local', 'lstm' (full attention, the default, is not named)."""
+    """A model's name in a sweep's directory names: 'transformer', 'transformer-local', 'lstm' (full attention, the
+    default, is not named)."""
     return name if attention in (None, "full") else f"{name}-{attention}"
 
 

@@ -86,7 +86,8 @@ class SweepCollision(RuntimeError):
 
 
 def refuse_collision(existing: ResultRecord | None, run_dir: Path, config: dict[str, Any]) -> None:
-    """Raise ``SweepCollision`` when ``existing`` (``run_dir``'s record) is of another config (the same config resumes)."""
+    """Raise ``SweepCollision`` when ``existing`` (``run_dir``'s record) is of another config (the same config
+    resumes)."""
     from suite.training.trainer import config_differences
 
     if existing is None or not existing.config or existing.config == config:

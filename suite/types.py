@@ -202,7 +202,8 @@ class Infers(Protocol):
 
 
 def inference(task: Any, model: nn.Module, batch: Batch) -> Any:
-    """The task's inference call on ``batch``: its ``infer`` where it has one, else a classifier's ``model(inputs, pad_mask)``."""
+    """The task's inference call on ``batch``: its ``infer`` where it has one, else a classifier's ``model(inputs,
+    pad_mask)``."""
     if isinstance(task, Infers):
         return task.infer(model, batch)
     return model(batch.inputs, batch.pad_mask)
@@ -210,7 +211,8 @@ def inference(task: Any, model: nn.Module, batch: Batch) -> Any:
 
 @runtime_checkable
 class Generates(Protocol):
-    """Optional for a ``Task`` whose model writes sequences: ``job=speed`` also times generation, with and without the cache."""
+    """Optional for a ``Task`` whose model writes sequences: ``job=speed`` also times generation, with and without the
+    cache."""
 
     def generate(self, model: nn.Module, batch: Batch, cache: bool = True) -> list[list[int]]:
         """Greedy ids for each of the batch's B inputs, as many for every input (no early end: the
@@ -221,10 +223,12 @@ class Generates(Protocol):
 
 @runtime_checkable
 class Decodes(Protocol):
-    """Optional for a sequence-to-sequence ``Task``: a model's outputs for a batch's sources, usable as training targets (sequence-level distillation)."""
+    """Optional for a sequence-to-sequence ``Task``: a model's outputs for a batch's sources, usable as training targets
+    (sequence-level distillation)."""
 
     def decode_ids(self, model: nn.Module, batch: Batch, search: str = "test") -> list[list[int]]:
-        """Output ids (no start or end marker) for each of the batch's sources, by the task's 'test' or 'validation' search."""
+        """Output ids (no start or end marker) for each of the batch's sources, by the task's 'test' or 'validation'
+        search."""
         ...
 
     def with_targets(self, batch: Batch, targets: list[list[int]]) -> Batch:
@@ -243,7 +247,8 @@ class EvaluationVariant(Protocol):
         ...
 
     def evaluation_setting(self) -> str:
-        """That scoring in words, for the record's ``scored_with`` (e.g. 'beam_search beam_size 4, length_penalty 0.6')."""
+        """That scoring in words, for the record's ``scored_with`` (e.g. 'beam_search beam_size 4, length_penalty
+        0.6')."""
         ...
 
 

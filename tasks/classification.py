@@ -241,7 +241,8 @@ class ClassificationTask:
         return {**self.metrics(logits, targets, self.ready.n_classes), "loss": loss}
 
     def readable(self, model: nn.Module, batch: Batch) -> Readable:
-        """The batch's first input without its padding, with its tokens ([CLS] first where the model's pooling prepends it)."""
+        """The batch's first input without its padding, with its tokens ([CLS] first where the model's pooling prepends
+        it)."""
         names = self.ready.token_names
         if names is None:
             raise ValueError(

@@ -90,7 +90,8 @@ def build(
     split_seed: int = 0,
     label_smoothing: float = 0.0,
 ) -> ClassificationTask:
-    """The news-topic task (``conf/task/news_topic.yaml``); an unknown ``tokenizer`` is refused here, before any data is read."""
+    """The news-topic task (``conf/task/news_topic.yaml``); an unknown ``tokenizer`` is refused here, before any data is
+    read."""
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"unknown news_topic tokenizer {tokenizer!r}; choose one of {sorted(TOKENIZERS)}")
     loader = partial(load, data_dir, seq_len, vocab_size, val_fraction, test_fraction, split_seed, tokenizer)

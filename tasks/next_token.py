@@ -108,7 +108,8 @@ def window_collate(items: list[tuple[Tensor, int]]) -> Batch:
 
 
 def scored_nll(model: nn.Module, inputs: Tensor, targets: Tensor, scored: Tensor) -> Tensor:
-    """Negative log-likelihood of the scored targets: (B, L) ids, targets and bool ``scored`` -> (N,) nats, float32, N = scored.sum().
+    """Negative log-likelihood of the scored targets: (B, L) ids, targets and bool ``scored`` -> (N,) nats, float32, N =
+    scored.sum().
 
     Only the scored positions go through the output layer (``model.features``, then
     ``model.generator``): a sliding window scores its last ``stride`` positions, a context-use
@@ -133,7 +134,8 @@ class Tally:
     bytes: int = 0
 
     def add(self, nll: Tensor, targets: Tensor, scored: Tensor, token_bytes: Tensor, unigram: Tensor) -> None:
-        """nll (N,) of the scored targets (``scored_nll``), targets and scored (B, L); token_bytes and unigram (V,) tables on the targets' device."""
+        """nll (N,) of the scored targets (``scored_nll``), targets and scored (B, L); token_bytes and unigram (V,)
+        tables on the targets' device."""
         picked = targets[scored]
         self.nll += nll.double().sum().item()
         self.unigram_nll += unigram[picked].double().sum().item()

@@ -115,7 +115,8 @@ def pad_stack(seqs: list[Tensor], pad_id: int) -> Tensor:
 
 
 def pair_collate(pad_id: int, bos_id: int, eos_id: int) -> Callable[[list[tuple[Tensor, Tensor, int]]], Batch]:
-    """Collate triples into a Batch: inputs = sources (B, L), targets = [BOS] target [EOS] (B, T + 2), extra['index'] (B,)."""
+    """Collate triples into a Batch: inputs = sources (B, L), targets = [BOS] target [EOS] (B, T + 2), extra['index']
+    (B,)."""
 
     def collate(items: list[tuple[Tensor, Tensor, int]]) -> Batch:
         bos, eos = torch.tensor([bos_id]), torch.tensor([eos_id])
@@ -286,7 +287,8 @@ class Seq2SeqTask:
         )
 
     def readable(self, model: nn.Module, batch: Batch) -> Readable:
-        """The batch's first source without padding, and the model's greedy output as its decoder reads it ([BOS] + output)."""
+        """The batch's first source without padding, and the model's greedy output as its decoder reads it ([BOS] +
+        output)."""
         data = self.ready
         n = batch.inputs.size(1) if batch.pad_mask is None else int((~batch.pad_mask[0]).sum())
         src = batch.inputs[:1, :n]  # (1, n)
@@ -328,7 +330,8 @@ class Seq2SeqTask:
     # --- outputs as targets (suite.types.Decodes: sequence-level distillation) ------------------
 
     def decode_ids(self, model: nn.Module, batch: Batch, search: str = "test") -> list[list[int]]:
-        """The model's output ids (no [BOS], no [EOS]) for the batch's sources, by the test search or the validation one."""
+        """The model's output ids (no [BOS], no [EOS]) for the batch's sources, by the test search or the validation
+        one."""
         run = self.search if search == "test" else self.val_search
         return run(
             model,
@@ -340,7 +343,8 @@ class Seq2SeqTask:
         )
 
     def with_targets(self, batch: Batch, targets: list[list[int]]) -> Batch:
-        """The batch with its targets replaced by ``targets`` (ids without [BOS]/[EOS]), framed as the collate frames the references."""
+        """The batch with its targets replaced by ``targets`` (ids without [BOS]/[EOS]), framed as the collate frames
+        the references."""
         bos, eos = [self.special(BOS)], [self.special(EOS)]
         framed = pad_stack(
             [torch.tensor(bos + t[: self.max_target_len] + eos, dtype=torch.long) for t in targets], self.special(PAD)
@@ -348,7 +352,8 @@ class Seq2SeqTask:
         return replace(batch, targets=framed.to(batch.inputs.device))
 
     def evaluate(self, model: nn.Module, batches, device: torch.device) -> dict[str, float]:
-        """Scores per split or test set: the main one unprefixed, extra test sets as '<name>_<metric>'; plus the token loss."""
+        """Scores per split or test set: the main one unprefixed, extra test sets as '<name>_<metric>'; plus the token
+        loss."""
         hyps: dict[int, str] = {}
         nll, count = 0.0, 0
         for batch in batches:

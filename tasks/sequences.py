@@ -252,7 +252,8 @@ class KmerVocab:
 def load(
     source: SequenceSource, data_dir: str | None, kmer: int, stride: int, max_len: int, split_seed: int
 ) -> ClassificationData:
-    """Read, encode (checking every residue of every record first), split; longer inputs are truncated to ``max_len`` tokens."""
+    """Read, encode (checking every residue of every record first), split; longer inputs are truncated to ``max_len``
+    tokens."""
     parts = read_parts(source, data_dir)
     vocab = KmerVocab(source.alphabet, source.ambiguous, kmer, stride)
     ids_of = {e.sequence: vocab.encode(e.sequence, e.where) for examples in parts.values() for e in examples}

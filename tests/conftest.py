@@ -89,7 +89,8 @@ SUBSET_LINES = 400
 
 @pytest.fixture(scope="module")
 def subset_data(tmp_path_factory) -> Path:
-    """A data directory with the first lines of every Multi30k, AESLC and BBC News file, in the real layout and format."""
+    """A data directory with the first lines of every Multi30k, AESLC and BBC News file, in the real layout and
+    format."""
     root = tmp_path_factory.mktemp("data")
     for folder in (("translation", "multi30k"), ("summarization", "aeslc"), ("summarization", "bbc_news_summary")):
         source = need_data(*folder)

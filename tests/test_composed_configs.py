@@ -40,7 +40,8 @@ def combinations(conf: Path) -> list[list[str]]:
 
 
 def digest(overrides: list[str]) -> str:
-    """sha256 of the composed config (inside ``initialize_config_dir``), resolved, keys sorted; or the error composing it raises."""
+    """sha256 of the composed config (inside ``initialize_config_dir``), resolved, keys sorted; or the error composing
+    it raises."""
     try:
         config = current(
             OmegaConf.to_container(compose(config_name="config", overrides=["logger=none", *overrides]), resolve=True)

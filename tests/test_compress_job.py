@@ -231,7 +231,8 @@ def test_every_method_config_builds_and_every_method_has_a_config():
 
 @pytest.fixture(scope="module")
 def translators(subset_data, tmp_path_factory):
-    """Checkpoints of a tiny translation Transformer and LSTM trained on the Multi30k subset (trainer=smoke), and their configs' overrides."""
+    """Checkpoints of a tiny translation Transformer and LSTM trained on the Multi30k subset (trainer=smoke), and their
+    configs' overrides."""
     from tests.conftest import TINY_TASK
 
     root = tmp_path_factory.mktemp("translators")

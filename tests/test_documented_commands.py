@@ -62,7 +62,8 @@ def test_every_make_target_shown_exists():
 
 
 def overrides(command: str) -> list[str] | None:
-    """The Hydra overrides of a ``python -m suite.run`` command, the first value of each sweep; None if it cannot be read alone."""
+    """The Hydra overrides of a ``python -m suite.run`` command, the first value of each sweep; None if it cannot be
+    read alone."""
     if "$" in command or "..." in command or "<" in command:
         return None  # a shell variable or a placeholder
     try:

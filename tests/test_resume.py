@@ -103,7 +103,8 @@ def test_crashed_run_resumes_to_the_same_weights_and_metrics(tmp_path, every_s, 
 
 
 def test_length_bucketed_batches_resume_exactly(tmp_path):
-    """Translation: the batch order comes from a custom batch sampler's generator, and the loader draws from the global generator."""
+    """Translation: the batch order comes from a custom batch sampler's generator, and the loader draws from the global
+    generator."""
     need_data("translation", "multi30k")
     cfg = shrink(compose_config("task=translation", "task.vocab_size=600", "model=transformer"))
     task = instantiate(cfg.task)

@@ -41,7 +41,8 @@ def config(name: str, small: bool) -> dict:
 def build(
     name: str, length: int, small: bool = True, heads: int = HEADS, head_dim: int = HEAD_DIM, **settings: Any
 ) -> torch.nn.Module:
-    """The variant as a layer builds it: its config's partial (``SMALL`` sizes where asked, then ``settings``) called with the layer's sizes."""
+    """The variant as a layer builds it: its config's partial (``SMALL`` sizes where asked, then ``settings``) called
+    with the layer's sizes."""
     return instantiate(config(name, small) | settings)(n_heads=heads, head_dim=head_dim, max_len=length).eval()
 
 

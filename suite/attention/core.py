@@ -50,7 +50,8 @@ class AttentionCore(nn.Module):
         self.n_heads, self.head_dim, self.max_len = n_heads, head_dim, max_len
 
     def decode_step(self, q: Tensor, k: Tensor, v: Tensor, state: State) -> tuple[Tensor, State]:
-        """New positions q, k, v (B, H, t, Dh) after those in ``state`` ({} at the start) -> (outputs (B, H, t, Dh), the state after them).
+        """New positions q, k, v (B, H, t, Dh) after those in ``state`` ({} at the start) -> (outputs (B, H, t, Dh), the
+        state after them).
 
         The default is the key/value cache: every past key and value is kept (the state grows
         with the text) and the new queries attend to all of them, causally, aligned to the end,
@@ -76,7 +77,8 @@ def require(core: nn.Module, needs: set[str] | frozenset[str], role: str) -> Non
 
 
 def positive_int(value: object, what: str, variant: str, least: int = 1) -> int:
-    """``value`` as an int >= ``least`` (1: positive, 0: non-negative), else a ValueError naming the setting and the variant."""
+    """``value`` as an int >= ``least`` (1: positive, 0: non-negative), else a ValueError naming the setting and the
+    variant."""
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         kind = "a positive" if least == 1 else "a non-negative" if least == 0 else f"an >= {least}"
         raise ValueError(f"attention variant {variant!r}: {what} must be {kind} integer, got {value!r}")

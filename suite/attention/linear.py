@@ -97,7 +97,8 @@ class LinearAttention(AttentionCore):
         return kernel_attention(elu_feature(q), elu_feature(k), v, pad_mask, causal, self.chunk)
 
     def decode_step(self, q: Tensor, k: Tensor, v: Tensor, state: State) -> tuple[Tensor, State]:
-        """New positions q, k, v (B, H, t, Dh) after the state {'s': [S, z]} ({} at the start) -> ((B, H, t, Dh), the state after them).
+        """New positions q, k, v (B, H, t, Dh) after the state {'s': [S, z]} ({} at the start) -> ((B, H, t, Dh), the
+        state after them).
 
         S = sum phi(k) v^T and z = sum phi(k) are kept side by side, (B, H, F, Dh + 1). The new
         positions see each other causally (prefix sums) and everything before through the state,

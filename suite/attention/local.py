@@ -94,7 +94,8 @@ class LocalAttention(AttentionCore):
         return unblock(weights @ vc, q.size(-2))  # (B, H, L, Dh)
 
     def decode_step(self, q: Tensor, k: Tensor, v: Tensor, state: State) -> tuple[Tensor, State]:
-        """New positions q, k, v (B, H, t, Dh) after the state (the last ``window`` keys and values) -> ((B, H, t, Dh), the new state).
+        """New positions q, k, v (B, H, t, Dh) after the state (the last ``window`` keys and values) -> ((B, H, t, Dh),
+        the new state).
 
         Causal only (generation): new query j sees the keys within ``window`` before it. The state
         never holds more than ``window`` positions, however long the text grows.

@@ -20,7 +20,8 @@ from suite.types import Batch, Task, inference
 
 
 def distillation_loss(student: Tensor, teacher: Tensor, targets: Tensor, temperature: float, mix: float) -> Tensor:
-    """Hinton's loss for logits (N, C) and class ids (N,): ``mix`` weighs the hard-label cross-entropy, ``1 - mix`` the softened KL (times T^2)."""
+    """Hinton's loss for logits (N, C) and class ids (N,): ``mix`` weighs the hard-label cross-entropy, ``1 - mix`` the
+    softened KL (times T^2)."""
     hard = F.cross_entropy(student, targets)
     if mix == 1.0:
         return hard
@@ -34,7 +35,8 @@ def distillation_loss(student: Tensor, teacher: Tensor, targets: Tensor, tempera
 
 
 class DistillationTask:
-    """The task, its training loss replaced by ``distillation_loss`` against a frozen teacher; everything else is the task's.
+    """The task, its training loss replaced by ``distillation_loss`` against a frozen teacher; everything else is the
+    task's.
 
     Args:
         task: a classification task (its model maps a batch to logits (B, C)).
@@ -56,7 +58,8 @@ class DistillationTask:
 
 
 class Distillation(Method):
-    """Train a fresh student (``compress.student``, a model config) on the teacher's outputs with the run's trainer (or ``fine_tune`` over it).
+    """Train a fresh student (``compress.student``, a model config) on the teacher's outputs with the run's trainer (or
+    ``fine_tune`` over it).
 
     Args:
         temperature: T > 0 of the softened distributions.

@@ -23,7 +23,8 @@ def serialized_bytes(obj: object) -> int:
 
 
 def plain(t: Tensor) -> Tensor:
-    """A stored tensor as the values it holds: int8 codes of a quantized tensor, the dequantized values of a tensor subclass."""
+    """A stored tensor as the values it holds: int8 codes of a quantized tensor, the dequantized values of a tensor
+    subclass."""
     if t.is_quantized:
         return t.int_repr()
     if type(t) not in (Tensor, nn.Parameter):  # torchao's quantized weights are tensor subclasses
@@ -52,7 +53,8 @@ def module_weights(module: nn.Module) -> Iterator[Tensor]:
 
 
 def weight_tensors(model: nn.Module) -> Iterator[Tensor]:
-    """Every weight of ``model`` as a plain tensor (shared weights once); a model kept outside torch (an ONNX graph) lists its own."""
+    """Every weight of ``model`` as a plain tensor (shared weights once); a model kept outside torch (an ONNX graph)
+    lists its own."""
     if hasattr(model, "stored_weights"):
         yield from model.stored_weights()
         return
@@ -76,7 +78,8 @@ def count_weights(model: nn.Module) -> tuple[int, int]:
 
 
 def linear_bytes(model: nn.Module) -> tuple[int, int]:
-    """Serialized bytes of the state of the Linear layers alone (float or int8, packed or not), and how many layers that is.
+    """Serialized bytes of the state of the Linear layers alone (float or int8, packed or not), and how many layers that
+    is.
 
     The figure the int8 target speaks of: an embedding table stays float under dynamic
     quantization, and in a small-vocabulary model it dominates the file.

@@ -33,7 +33,8 @@ class InputGate:
 def gate_importance(
     model: nn.Module, task: Any, batches: Iterable[Batch], sites: dict[str, tuple[nn.Module, int]], device: torch.device
 ) -> dict[str, Tensor]:
-    """Per site (a module, e.g. a Linear, and its number of input groups): (G,) summed |d loss / d gate| over ``batches``.
+    """Per site (a module, e.g. a Linear, and its number of input groups): (G,) summed |d loss / d gate| over
+    ``batches``.
 
     The model's own gradients are left untouched (computed and discarded); dropout is off.
     """

@@ -26,7 +26,8 @@ PRECISIONS = ("fp32", "int8")
 
 
 class OnnxModel(nn.Module):
-    """An ONNX Runtime session behind a classifier's call: (inputs (B, L) | (B, C, H, W), pad_mask (B, L) | None) -> logits (B, C).
+    """An ONNX Runtime session behind a classifier's call: (inputs (B, L) | (B, C, H, W), pad_mask (B, L) | None) ->
+    logits (B, C).
 
     Args:
         path: the ``.onnx`` file.

@@ -43,7 +43,8 @@ def check_fraction(name: str, value: float) -> float:
 
 
 def prunable(model: nn.Module, kinds: Sequence[str]) -> Iterator[tuple[nn.Module, str]]:
-    """(module, parameter name) of every weight matrix of the given kinds: Linear weights, recurrent input/hidden matrices, embedding tables."""
+    """(module, parameter name) of every weight matrix of the given kinds: Linear weights, recurrent input/hidden
+    matrices, embedding tables."""
     for module in model.modules():
         if "linear" in kinds and isinstance(module, nn.Linear):
             yield module, "weight"
@@ -56,7 +57,8 @@ def prunable(model: nn.Module, kinds: Sequence[str]) -> Iterator[tuple[nn.Module
 
 def set_sparsity(model: nn.Module, layers: Sequence[str], sparsity: float) -> None:
     """Re-rank the surviving weights of a pruned model (``torch.nn.utils.prune`` masks attached) globally and zero the
-    smallest, so that exactly ``sparsity`` of them are masked; a weight masked before stays masked (its value is zero)."""
+    smallest, so that exactly ``sparsity`` of them are masked; a weight masked before stays masked (its value is
+    zero)."""
     pairs = list(prunable(model, layers))
     masks = [getattr(module, f"{name}_mask") for module, name in pairs]
     with torch.no_grad():
@@ -70,7 +72,8 @@ def set_sparsity(model: nn.Module, layers: Sequence[str], sparsity: float) -> No
 
 
 class GradualPruning(Callback):
-    """Zhu and Gupta's cubic ramp as a training callback: sparsity ``target`` (1 - (1 - t / T)^3) at step t, T = ``ramp`` x the planned steps.
+    """Zhu and Gupta's cubic ramp as a training callback: sparsity ``target`` (1 - (1 - t / T)^3) at step t, T =
+    ``ramp`` x the planned steps.
 
     Masks are re-ranked every ``every`` steps and at T; until T the epochs are not eligible as the
     best weights (``state.best_eligible``), so the result is never a lower-sparsity snapshot.
@@ -107,7 +110,8 @@ class MagnitudePruning(Method):
         sparsity: fraction of the chosen weights set to zero, in [0, 1).
         layers: kinds of weight pruned: 'linear', 'recurrent' (LSTM/GRU/RNN matrices), 'embedding'.
         fine_tune: trainer settings of the fine-tuning (None: none).
-        schedule: 'one_shot' (pruned to ``sparsity`` before fine-tuning) or 'gradual' (Zhu and Gupta's cubic ramp during it).
+        schedule: 'one_shot' (pruned to ``sparsity`` before fine-tuning) or 'gradual' (Zhu and Gupta's cubic ramp during
+            it).
         ramp: for 'gradual', the fraction of the fine-tuning's planned steps over which the sparsity rises, in (0, 1].
         every: for 'gradual', the steps between mask updates.
     """

@@ -26,7 +26,8 @@ BACKENDS = ("torch", "torchao")
 
 def torch_dynamic_int8(model: nn.Module, layers: Sequence[str]) -> nn.Module:
     """A copy of ``model`` with ``layers`` (Linear, LSTM, GRU) swapped for torch's dynamic int8 modules; an embedding
-    table becomes uint8 rows with a float scale and offset each (weight-only: its output is a lookup, nothing to multiply)."""
+    table becomes uint8 rows with a float scale and offset each (weight-only: its output is a lookup, nothing to
+    multiply)."""
     from torch.ao.quantization import default_dynamic_qconfig, float_qparams_weight_only_qconfig, quantize_dynamic
 
     spec = {
@@ -39,7 +40,8 @@ def torch_dynamic_int8(model: nn.Module, layers: Sequence[str]) -> nn.Module:
 
 
 def torchao_dynamic_int8(model: nn.Module) -> nn.Module:
-    """A copy of ``model`` whose Linear weights are torchao int8 tensors, activations quantized per token at run time."""
+    """A copy of ``model`` whose Linear weights are torchao int8 tensors, activations quantized per token at run
+    time."""
     from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
 
     quantized = copy.deepcopy(model).eval()
@@ -93,7 +95,8 @@ class DynamicInt8(Method):
 
 
 def cast_float_inputs(dtype: torch.dtype) -> Callable[[nn.Module, tuple[Any, ...]], tuple[Any, ...]]:
-    """A forward pre-hook casting a module's floating-point tensor arguments to ``dtype``; token ids (integers) and the rest pass as they are.
+    """A forward pre-hook casting a module's floating-point tensor arguments to ``dtype``; token ids (integers) and the
+    rest pass as they are.
 
     A hook rather than a wrapper module: the model keeps its own type and methods, so a search
     that calls a sequence-to-sequence model's ``encode`` and ``decode`` still finds them.

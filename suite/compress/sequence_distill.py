@@ -22,7 +22,8 @@ SEARCHES = ("test", "validation")
 
 
 class SequenceDistillationTask:
-    """The task with each training target replaced by the teacher's decoding of its source; everything else is the task's.
+    """The task with each training target replaced by the teacher's decoding of its source; everything else is the
+    task's.
 
     Args:
         task: a sequence-to-sequence task (``suite.types.Decodes``; set up: batches carry ``extra['index']``).

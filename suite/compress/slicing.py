@@ -31,7 +31,8 @@ def keep_outputs(linear: nn.Linear, index: Tensor) -> nn.Linear:
 
 
 def keep_inputs(linear: nn.Linear, index: Tensor) -> nn.Linear:
-    """A Linear reading only the input features ``index`` of ``linear`` (columns of the weight; the bias is kept whole)."""
+    """A Linear reading only the input features ``index`` of ``linear`` (columns of the weight; the bias is kept
+    whole)."""
     out = nn.Linear(
         len(index),
         linear.out_features,
@@ -52,7 +53,8 @@ def head_features(heads: Tensor, head_dim: int) -> Tensor:
 
 
 def keep_heads(attention: MultiHeadAttention, heads: Tensor) -> None:
-    """Keep only ``heads`` (sorted indices) of an attention layer: its in-projections lose their q, k, v rows, its out-projection their columns."""
+    """Keep only ``heads`` (sorted indices) of an attention layer: its in-projections lose their q, k, v rows, its
+    out-projection their columns."""
     width = attention.out_proj.in_features
     head_dim = width // attention.n_heads
     features = head_features(heads.sort().values, head_dim)

@@ -30,7 +30,8 @@ def encoder_layers(model: nn.Module) -> list[EncoderLayer]:
 
 
 def heads_to_keep(scores: list[Tensor], fraction: float) -> list[Tensor]:
-    """Per layer, the indices of the heads kept when the ``fraction`` least important of all are removed (scores normalised per layer; one head at least per layer)."""
+    """Per layer, the indices of the heads kept when the ``fraction`` least important of all are removed (scores
+    normalised per layer; one head at least per layer)."""
     normalised = [s / s.norm().clamp(min=1e-12) for s in scores]
     flat = [
         (float(s), layer, head) for layer, layer_scores in enumerate(normalised) for head, s in enumerate(layer_scores)

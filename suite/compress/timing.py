@@ -51,8 +51,10 @@ def compare_speed(
     repeats: int,
     min_time_s: float,
 ) -> dict[str, dict[str, float]]:
-    """Per variant: latency at batch 1 (ms), time per batch (ms) and items per second at the batch's size, all timed interleaved;
-    where the task writes sequences (``Generates``: translation), also the batch's greedy generation (ms, tokens/s), what a user of it waits for.
+    """Per variant: latency at batch 1 (ms), time per batch (ms) and items per second at the batch's size, all timed
+    interleaved;
+    where the task writes sequences (``Generates``: translation), also the batch's greedy generation (ms, tokens/s),
+    what a user of it waits for.
 
     Args:
         variants: name -> (model, precision); every model in eval mode.

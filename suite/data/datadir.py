@@ -25,7 +25,8 @@ class DatasetMissing(DataError, FileNotFoundError):
 
 
 def data_root(data_dir: str | Path | None = None) -> Path:
-    """The data directory: the argument, else ``$SUITE_DATA_DIR``, else ``<project>/data``; relative paths are from the project root."""
+    """The data directory: the argument, else ``$SUITE_DATA_DIR``, else ``<project>/data``; relative paths are from the
+    project root."""
     path = Path(data_dir or os.environ.get("SUITE_DATA_DIR", "data"))
     return path if path.is_absolute() else PROJECT_ROOT / path
 

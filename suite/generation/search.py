@@ -127,7 +127,8 @@ def _begin(
     eos: int,
     normalise: bool,
 ) -> tuple[State, Stepper]:
-    """The generation state and the stepper: scores (log-probabilities if ``normalise``), with repeats and early ends pruned.
+    """The generation state and the stepper: scores (log-probabilities if ``normalise``), with repeats and early ends
+    pruned.
 
     Greedy search needs only the argmax, so it skips the normalisation (a softmax over the
     vocabulary at every step); beam search adds log-probabilities across steps and needs it.

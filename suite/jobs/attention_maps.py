@@ -32,7 +32,8 @@ def attention_maps_job(
     example: int = 0,
     split: str = "test",
 ) -> dict[str, Any]:
-    """Draw the attention of the weights in ``checkpoint`` on example ``example`` of ``split`` (in loader order); returns the record's fields.
+    """Draw the attention of the weights in ``checkpoint`` on example ``example`` of ``split`` (in loader order);
+    returns the record's fields.
 
     Args:
         checkpoint: a training run's checkpoints/best.pt (composed with that run's task and model overrides).

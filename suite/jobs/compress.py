@@ -1,6 +1,7 @@
 """``job=compress``: compress a trained run's weights with one method and measure it against them.
 
-    python -m suite.run job=compress compress=dynamic_int8 job.checkpoint=<run dir>/checkpoints/best.pt <the run's overrides>
+    python -m suite.run job=compress compress=dynamic_int8 job.checkpoint=<run dir>/checkpoints/best.pt <the run's
+    overrides>
 
 The run's weights are loaded into the composed model (as ``job=evaluate`` does; they are only
 read), the method (``cfg.compress``, ``conf/compress/<name>.yaml``) checks that it applies, then
@@ -35,7 +36,8 @@ STUDENT = "student"  # a method's model config node (distillation): built as if 
 
 
 def method_of(cfg: DictConfig) -> tuple[Method, DictConfig | None]:
-    """The configured method (its settings checked on construction) and the run's config with the method's student as its model, if it has one."""
+    """The configured method (its settings checked on construction) and the run's config with the method's student as
+    its model, if it has one."""
     if cfg.get("compress") is None:
         raise ValueError("job=compress needs a method: compress=<name>, one of conf/compress/*.yaml")
     settings = {
@@ -83,7 +85,8 @@ def fine_tuned(
 
 
 def footprint(model: torch.nn.Module, artefact_bytes: int, prefix: str = "") -> dict[str, float]:
-    """Bytes, weights held, non-zero weights and bits per weight of one model (Linear bytes where it has torch Linear layers)."""
+    """Bytes, weights held, non-zero weights and bits per weight of one model (Linear bytes where it has torch Linear
+    layers)."""
     weights, nonzero = count_weights(model)
     out = {
         f"{prefix}bytes": float(artefact_bytes),
@@ -98,7 +101,8 @@ def footprint(model: torch.nn.Module, artefact_bytes: int, prefix: str = "") -> 
 
 
 def ratios(f: dict[str, float]) -> dict[str, float]:
-    """How many times smaller and faster the compressed model is than the reference (above 1: better), from the figures of both."""
+    """How many times smaller and faster the compressed model is than the reference (above 1: better), from the figures
+    of both."""
     out = {
         "size_ratio": f["reference_bytes"] / f["bytes"],
         "latency_speedup": f["reference_latency_ms"] / f["latency_ms"],
@@ -122,10 +126,12 @@ def measured(
     device: torch.device,
     timing: dict[str, Any],
 ) -> dict[str, float]:
-    """Size, weights and speed of the compressed model and of the reference (``reference_*``), timed interleaved, and their ratios.
+    """Size, weights and speed of the compressed model and of the reference (``reference_*``), timed interleaved, and
+    their ratios.
 
     Args:
-        timing: ``warmup``, ``repeats``, ``min_time_s`` and ``bf16_reference`` (also time the reference under bf16 autocast).
+        timing: ``warmup``, ``repeats``, ``min_time_s`` and ``bf16_reference`` (also time the reference under bf16
+            autocast).
     """
     variants = {"compressed": (model, "fp32"), "reference": (reference, "fp32")}
     if timing["bf16_reference"]:

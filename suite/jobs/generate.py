@@ -48,7 +48,8 @@ def command_line_prompts(task: LanguageTask, prompts: str | list[str]) -> list[d
 
 
 def test_prefixes(task: LanguageTask, n: int, prompt_tokens: int, reference_tokens: int) -> list[dict[str, Any]]:
-    """The first ``prompt_tokens`` tokens of the first ``n`` test documents long enough, with their true continuations."""
+    """The first ``prompt_tokens`` tokens of the first ``n`` test documents long enough, with their true
+    continuations."""
     if prompt_tokens < 1:
         raise ValueError(f"job.prompt_tokens must be >= 1, got {prompt_tokens}")
     out = []

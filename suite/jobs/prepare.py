@@ -18,7 +18,8 @@ log = logging.getLogger("suite.jobs")
 
 
 def model_label(model_cfg: DictConfig) -> str:
-    """The model's name in records and logs; a copy head is part of it ('transformer+copy'): it changes the architecture."""
+    """The model's name in records and logs; a copy head is part of it ('transformer+copy'): it changes the
+    architecture."""
     return f"{model_cfg.name}+copy" if model_cfg.get("copy") is not None else str(model_cfg.name)
 
 
@@ -54,7 +55,8 @@ class Prepared:
 
 
 def prepare(cfg: DictConfig, device: torch.device, task: Task | None = None) -> Prepared:
-    """Instantiate ``cfg.task`` (or take ``task``, e.g. a variant of it), load its data, build ``cfg.model`` on ``device``."""
+    """Instantiate ``cfg.task`` (or take ``task``, e.g. a variant of it), load its data, build ``cfg.model`` on
+    ``device``."""
     task = ready(task if task is not None else instantiate(cfg.task))
     model = model_on(task, cfg.model, device)
     params = count_parameters(model)

@@ -44,7 +44,8 @@ def speed_job(
         time_budget_s: a point predicted to take longer is recorded as 'timeout'.
         max_len: longest length measured on this machine (longer points: 'skipped').
         measure_peak: also time a large matmul in the point's precision, the denominator of MFU.
-        precision: 'auto' (per model family on this device: ``numerics.choose``), 'fp32' or 'bf16': autocast of the timed passes.
+        precision: 'auto' (per model family on this device: ``numerics.choose``), 'fp32' or 'bf16': autocast of the
+            timed passes.
     """
     numerics.choose(precision, device)  # a bad setting fails before any data is read
     task = instantiate(cfg.task)

@@ -23,7 +23,8 @@ def written_artifacts(task: Any, model: torch.nn.Module, run_dir: Path, device: 
 
 
 def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker) -> dict[str, Any]:
-    """Fit on the training split, select on validation, evaluate test once with the fitted model; returns the record's fields.
+    """Fit on the training split, select on validation, evaluate test once with the fitted model; returns the record's
+    fields.
 
     Under torchrun every rank trains; rank 0 alone scores test (each example once) and its record counts.
     """
@@ -33,7 +34,8 @@ def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tra
 def train(
     cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, task: Task | None = None
 ) -> tuple[Prepared, torch.nn.Module, dict[str, Any]]:
-    """``job=train``'s work, for a job that goes on with the result: (the task and model it prepared, the best weights, the record's fields)."""
+    """``job=train``'s work, for a job that goes on with the result: (the task and model it prepared, the best weights,
+    the record's fields)."""
     world = distributed.current()
     prepared = prepare(cfg, device, task)
     task = prepared.task

@@ -18,7 +18,8 @@ from suite.runtime.device import sync
 
 
 def flop_mapping() -> dict:
-    """Formulas for the fused kernels ``FlopCounterMode`` leaves uncounted: CPU flash attention, oneDNN LSTM, cuDNN RNNs."""
+    """Formulas for the fused kernels ``FlopCounterMode`` leaves uncounted: CPU flash attention, oneDNN LSTM, cuDNN
+    RNNs."""
     from torch.utils import flop_counter as fc
 
     aten = torch.ops.aten
@@ -88,7 +89,8 @@ def matmul_peak(
     round_seconds: float = 0.4,
     warmup_seconds: float = 1.0,
 ) -> Peak:
-    """Square matmuls timed in ``rounds`` rounds after ``warmup_seconds`` of untimed ones; the best round's median is the peak.
+    """Square matmuls timed in ``rounds`` rounds after ``warmup_seconds`` of untimed ones; the best round's median is
+    the peak.
 
     The best, not the median of the rounds: the MFU denominator is what the machine can reach, and
     a round that a neighbour or a cold unit slowed says nothing about that. The warm-up matters on

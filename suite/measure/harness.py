@@ -87,14 +87,16 @@ SCHEDULE_STEPS = (
 
 
 def trainer_update(cfg: Any, model: torch.nn.Module) -> Update:
-    """The update of the run's trainer (``cfg.trainer``: its optimizer, schedule and clip), so the timed step is the one training takes."""
+    """The update of the run's trainer (``cfg.trainer``: its optimizer, schedule and clip), so the timed step is the one
+    training takes."""
     return instantiate(cfg.trainer).update(model, total_steps=SCHEDULE_STEPS)
 
 
 def training_step(
     model: torch.nn.Module, task: Any, batch: Batch, update: Update, precision: str, device: torch.device
 ) -> Callable[[], None]:
-    """One training step of ``model`` on ``batch`` as a call: the step training takes (``suite.training.step.optimizer_step``)."""
+    """One training step of ``model`` on ``batch`` as a call: the step training takes
+    (``suite.training.step.optimizer_step``)."""
 
     def step() -> None:
         model.train()

@@ -19,7 +19,8 @@ from suite.runtime.device import sync
 
 @dataclass
 class Timing:
-    """Seconds per call over ``repeats`` timed calls, and the other processes' share of the CPUs meanwhile (None: unknown)."""
+    """Seconds per call over ``repeats`` timed calls, and the other processes' share of the CPUs meanwhile (None:
+    unknown)."""
 
     median: float
     q1: float

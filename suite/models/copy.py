@@ -25,7 +25,8 @@ FLOOR = 1e-9
 
 
 class PointerGenerator(nn.Module):
-    """Generator logits (B, T, V), decoder states (B, T, D), memory (B, L, D), pad mask (B, L), source ids (B, L) -> log-probabilities (B, T, V).
+    """Generator logits (B, T, V), decoder states (B, T, D), memory (B, L, D), pad mask (B, L), source ids (B, L) ->
+    log-probabilities (B, T, V).
 
     Args:
         d_model: width D of decoder states and memory.

@@ -69,7 +69,8 @@ class LanguageModel(nn.Module):
         return self.generator(self.features(ids)[:, -1])
 
     def step(self, ids: Tensor, position: int, state: State) -> tuple[Tensor, State]:
-        """The next ids (B, t), the first at ``position``, after those in ``state`` ({} at the start) -> (logits (B, t, V), the new state)."""
+        """The next ids (B, t), the first at ``position``, after those in ``state`` ({} at the start) -> (logits (B, t,
+        V), the new state)."""
         x = self.positions(self.embed(ids), offset=position)  # (B, t, D)
         h, state = self.backbone.step(x, state)
         return self.generator(h), state

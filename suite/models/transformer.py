@@ -81,14 +81,16 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(out.transpose(1, 2).reshape(b, l, h * dh))
 
     def decode_step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
-        """Causal self-attention of new positions x (B, t, D) after those the core's ``state`` holds -> ((B, t, D), the new state)."""
+        """Causal self-attention of new positions x (B, t, D) after those the core's ``state`` holds -> ((B, t, D), the
+        new state)."""
         q, k, v = self.project(x, None)  # (B, H, t, Dh)
         out, state = self.core.decode_step(q, k, v, state)
         return self.merge(out), state
 
 
 class CrossAttention(MultiHeadAttention):
-    """Attention of queries x to a memory (a decoder's cross-attention): queries from x, keys and values from the memory.
+    """Attention of queries x to a memory (a decoder's cross-attention): queries from x, keys and values from the
+    memory.
 
     Its in-projection is two Linear layers, ``q_proj`` (D -> D) and ``kv_proj`` (D -> 2D), not
     slices of one fused weight, so a quantized or pruned copy (whose weight is packed, not a
@@ -263,7 +265,8 @@ class Encoder(nn.Module):
         return self.norm(x)
 
     def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
-        """New positions x (B, t, D) after those in ``state`` ({} at the start) -> ((B, t, D), the new state); causal stacks only."""
+        """New positions x (B, t, D) after those in ``state`` ({} at the start) -> ((B, t, D), the new state); causal
+        stacks only."""
         if not self.causal:
             raise ValueError("a bidirectional encoder cannot decode step by step: build it with causal=True")
         after: State = {}

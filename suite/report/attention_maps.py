@@ -28,7 +28,8 @@ KINDS = {"self": "encoder self-attention", "decoder_self": "decoder self-attenti
 
 @contextmanager
 def captured(model: nn.Module) -> Iterator[Maps]:
-    """While open, every attention core of ``model`` records its implied weights (first example, on the CPU) under its layer's name."""
+    """While open, every attention core of ``model`` records its implied weights (first example, on the CPU) under its
+    layer's name."""
     maps: Maps = {}
     handles = []
     for name, module in model.named_modules():
@@ -73,7 +74,8 @@ def read(model: nn.Module, example: Readable) -> Maps:
 
 
 def draw(maps: Maps, example: Readable, out_dir: Path, title: str = "") -> list[Path]:
-    """One PNG per kind of attention (attention_<kind>.png), a panel per layer (heads averaged), and attention_maps.json with the numbers."""
+    """One PNG per kind of attention (attention_<kind>.png), a panel per layer (heads averaged), and attention_maps.json
+    with the numbers."""
     from matplotlib.figure import Figure  # no pyplot: no global figure state, no display
 
     by_kind: dict[str, list[str]] = defaultdict(list)

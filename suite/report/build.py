@@ -295,7 +295,8 @@ def point_labels(runs: list[ResultRecord], point: Callable[[ResultRecord], tuple
 
 
 def compression_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
-    """One row per compressed model: its test metric beside the uncompressed weights', size, weights and speed as ratios to them (measured in the same job)."""
+    """One row per compressed model: its test metric beside the uncompressed weights', size, weights and speed as ratios
+    to them (measured in the same job)."""
     rows = []
     for r in sorted(
         (r for r in records if is_compression(r)),

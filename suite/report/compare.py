@@ -94,7 +94,8 @@ def compare(pairs: Pairs) -> tuple[list[str], int]:
 
 
 def ratio_range(pairs: Pairs, key: str = "train_tokens_per_s") -> tuple[float, float, list[str]] | None:
-    """Smallest and largest B/A ratio of ``key`` over the pairs of one precision and machine, and the pairs beyond 25 %."""
+    """Smallest and largest B/A ratio of ``key`` over the pairs of one precision and machine, and the pairs beyond 25
+    %."""
     ratios = {
         rel: rb.speed[key] / ra.speed[key]
         for rel, ra, rb in pairs

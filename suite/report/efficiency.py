@@ -54,7 +54,8 @@ def status(points: Points, length: int) -> str:
 
 
 def faster(own: Points, full: Points, length: int) -> bool | None:
-    """Trains more tokens/s than full attention at ``length``; True where full attention failed and it did not; None if unknown."""
+    """Trains more tokens/s than full attention at ``length``; True where full attention failed and it did not; None if
+    unknown."""
     mine, theirs = figure(own, length, "train_tokens_per_s"), figure(full, length, "train_tokens_per_s")
     if mine is None:
         return None
@@ -66,7 +67,8 @@ def faster(own: Points, full: Points, length: int) -> bool | None:
 
 
 def crossover(own: Points, full: Points) -> str:
-    """The shortest measured length from which on it is faster than full attention ('≤1K': already at the shortest; 'none ≤16K')."""
+    """The shortest measured length from which on it is faster than full attention ('≤1K': already at the shortest;
+    'none ≤16K')."""
     verdicts = [(length, v) for length in sorted(set(own) | set(full)) if (v := faster(own, full, length)) is not None]
     if not verdicts:
         return ""

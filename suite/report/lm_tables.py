@@ -1,6 +1,7 @@
 """The language-model figures and table, drawn from run directories (nothing typed by hand).
 
-    python -m suite.report.lm_tables multirun/language_model multirun/context_use multirun/generation_cost --out results/lm
+    python -m suite.report.lm_tables multirun/language_model multirun/context_use multirun/generation_cost --out
+    results/lm
 
 - ``lm.md`` / ``lm.csv``: every language-model training run (one row per run): parameters,
   steps, training time, test perplexity and bits per byte, the unigram baseline; and, where

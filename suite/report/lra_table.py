@@ -1,13 +1,15 @@
 """An LRA of our own: the Table-1-style accuracy table (variants x tasks + average), LRA's published row beside ours.
 
-Our runs are those whose config says ``benchmark: lra`` (``experiment=lra``; ``make bench``'s recall point): one model size
+Our runs are those whose config says ``benchmark: lra`` (``experiment=lra``; ``make bench``'s recall point): one model
+size
 and one step budget for every attention variant on ListOps, recall with the key beyond every
 window, byte-level BBC News topics (LRA's Text analogue) and pixel-by-pixel Fashion-MNIST (LRA's
 Image analogue). Each cell is the test accuracy in percent (mean ± std over seeds), a column per
 task and length. Under each variant that LRA measured, its published figures (Table 1 of Tay et
 al. 2021, test accuracy %) stand in the columns whose task corresponds: ListOps with ListOps,
 Text with IMDB bytes, Image with grey CIFAR-10 pixels (the row is left out where none of our
-columns corresponds; Recall has no counterpart). They were measured on other data, lengths, models and budgets: a reference point, not a like-for-like
+columns corresponds; Recall has no counterpart). They were measured on other data, lengths, models and budgets: a
+reference point, not a like-for-like
 comparison.
 """
 
@@ -88,7 +90,8 @@ def percent(records: list[ResultRecord]) -> tuple[str, float | None]:
 
 
 def row_names(records: list[ResultRecord]) -> list[str]:
-    """Each run's row: its variant, and the model or trainer settings that set it apart from the variant's other runs."""
+    """Each run's row: its variant, and the model or trainer settings that set it apart from the variant's other
+    runs."""
     names = [variant(r) for r in records]
     by_variant: dict[str, list[int]] = defaultdict(list)
     for i, name in enumerate(names):

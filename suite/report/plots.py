@@ -51,7 +51,8 @@ def is_training(r: ResultRecord) -> bool:
 
 
 def primary(r: ResultRecord) -> tuple[str, float] | None:
-    """The headline test metric of a run: the task's primary metric (the record names it), else its first test metric."""
+    """The headline test metric of a run: the task's primary metric (the record names it), else its first test
+    metric."""
     tests = {k: v for k, v in r.metrics.items() if not k.startswith("val_") and k != "loss"}
     if not tests:
         return None
@@ -116,7 +117,8 @@ def draw_lines(
     order: Callable[[str], tuple[int, str]],
     legend: bool = True,
 ) -> None:
-    """One line per series; colour and marker follow the series' place in ``order``, so panels drawn from the same records agree."""
+    """One line per series; colour and marker follow the series' place in ``order``, so panels drawn from the same
+    records agree."""
     palette = plt.get_cmap(
         "tab20"
     ).colors  # the default cycle has 10 colours; a speed sweep with the attention variants has 15 series
@@ -277,7 +279,8 @@ def is_compression(r: ResultRecord) -> bool:
 
 
 def method_label(r: ResultRecord) -> str:
-    """A compressed run in a few words: the method and what sets it apart ('dynamic_int8 torch', 'magnitude_pruning 80%', 'distillation -> lstm')."""
+    """A compressed run in a few words: the method and what sets it apart ('dynamic_int8 torch', 'magnitude_pruning
+    80%', 'distillation -> lstm')."""
     c = r.compression
     detail = {
         "dynamic_int8": lambda: c.get("backend", "") + (" + embedding" if "embedding" in c.get("layers", []) else ""),
@@ -298,7 +301,8 @@ def method_label(r: ResultRecord) -> str:
 
 
 def frontier(records: list[ResultRecord], x_key: str, x_label: str, out: Path, scale: float = 1.0) -> Path | None:
-    """Test primary metric against one cost of every compressed model, and of each uncompressed one it came from (one panel per task)."""
+    """Test primary metric against one cost of every compressed model, and of each uncompressed one it came from (one
+    panel per task)."""
     runs = [r for r in records if is_compression(r) and primary(r)]
     if not runs:
         return None

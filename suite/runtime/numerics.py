@@ -69,7 +69,8 @@ def cpu_bf16_kind() -> str | None:
 
 
 def fast_bf16(device: torch.device) -> bool:
-    """Whether bf16 matrix arithmetic has its own units on ``device`` (AMX tiles on a CPU; AVX-512 BF16 alone does not count)."""
+    """Whether bf16 matrix arithmetic has its own units on ``device`` (AMX tiles on a CPU; AVX-512 BF16 alone does not
+    count)."""
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported(including_emulation=False)
     return device.type == "cpu" and cpu_bf16_kind() == "amx"
@@ -77,7 +78,8 @@ def fast_bf16(device: torch.device) -> bool:
 
 @cache
 def cpu_int8_dot() -> bool:
-    """Whether the CPU has int8 dot-product instructions (AVX-512 VNNI, AVX-VNNI or AMX int8), from Linux's /proc/cpuinfo flags.
+    """Whether the CPU has int8 dot-product instructions (AVX-512 VNNI, AVX-VNNI or AMX int8), from Linux's
+    /proc/cpuinfo flags.
 
     Without them int8 kernels multiply u8 by s8 with a pairwise sum that saturates at 16 bits
     (x86's vpmaddubsw), which ONNX Runtime's int8 graphs hit unless their weights use 7 bits."""
@@ -91,7 +93,8 @@ def cpu_int8_dot() -> bool:
 @cache  # the kernel library does not change within a process
 def cpu_bf16_lstm() -> bool:
     """Whether torch's CPU LSTM runs under bf16 autocast here: oneDNN has a bf16 LSTM only with AVX-512 BF16 or AMX,
-    and elsewhere (an AVX2-only EPYC) an unpacked ``nn.LSTM`` under autocast fails to build its primitive. Probed, not assumed."""
+    and elsewhere (an AVX2-only EPYC) an unpacked ``nn.LSTM`` under autocast fails to build its primitive. Probed, not
+    assumed."""
     lstm = nn.LSTM(8, 8, batch_first=True)
     try:
         with torch.autocast("cpu", dtype=torch.bfloat16), torch.no_grad():
@@ -103,7 +106,8 @@ def cpu_bf16_lstm() -> bool:
 
 def family(model: nn.Module | None) -> str | None:
     """'recurrent' when ``model`` runs torch's recurrent cells (``nn.RNN``/``LSTM``/``GRU``), else 'attention' (matrix
-    products: the Transformer, the ViT); None when no model is given. The cells' kernels, not the name, set the speed."""
+    products: the Transformer, the ViT); None when no model is given. The cells' kernels, not the name, set the
+        speed."""
     if model is None:
         return None
     return "recurrent" if any(isinstance(m, nn.RNNBase) for m in model.modules()) else "attention"

@@ -49,7 +49,8 @@ class StopSignals:
             signal.signal(sig, handler)
 
     def forward(self) -> None:
-        """Call the handler the received signal had before (e.g. submitit's checkpoint-and-requeue), if it was a function."""
+        """Call the handler the received signal had before (e.g. submitit's checkpoint-and-requeue), if it was a
+        function."""
         handler = self.previous.get(self.received) if self.received is not None else None
         if callable(handler):
             handler(self.received, None)

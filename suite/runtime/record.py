@@ -79,7 +79,8 @@ class ResultRecord:
 
     @property
     def shortened(self) -> bool:
-        """True when the time cap ended training before its planned steps (the figures then depend on the machine's speed)."""
+        """True when the time cap ended training before its planned steps (the figures then depend on the machine's
+        speed)."""
         return self.stop_reason == "time_budget" and (
             self.planned_steps is None or (self.steps or 0) < self.planned_steps
         )
@@ -91,7 +92,8 @@ class ResultRecord:
 
 
 def job_of(config: dict[str, Any]) -> str:
-    """The job a composed config runs, by its conf/job name ('speed' for ``suite.jobs.speed.speed_job``; 'train' if none)."""
+    """The job a composed config runs, by its conf/job name ('speed' for ``suite.jobs.speed.speed_job``; 'train' if
+    none)."""
     target = (config.get("job") or {}).get("_target_", "")
     return target.rpartition(".")[2].removesuffix("_job") or "train"
 

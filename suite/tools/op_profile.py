@@ -5,7 +5,8 @@
 
 The overrides compose the model and task as ``suite.run`` does (random weights: the time does not
 depend on training); ``--batch`` examples of the task's training data make the batch. After
-``--warmup`` untimed steps, one step (the one training takes: forward, backward, clip, optimizer, schedule) runs under ``torch.profiler``,
+``--warmup`` untimed steps, one step (the one training takes: forward, backward, clip, optimizer, schedule) runs under
+``torch.profiler``,
 and each operator's own CPU time is printed in microseconds per token, so two lengths compare
 directly: an operator whose time per token grows with the length is where a linear-time model
 still slows (typically the memory-bound ones, once the activations leave the caches). Denormals

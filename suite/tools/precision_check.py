@@ -1,12 +1,15 @@
 """fp32 against bf16 autocast for every model family, side by side in one process: is ``precision=auto`` right here?
 
-    python -m suite.tools.precision_check                        # L 256, batch 8, width 128, 2 layers (speed_vs_length's models)
-    python -m suite.tools.precision_check --models transformer --length 256 model.d_model=256 model.backbone.n_layers=4 model.backbone.d_ff=1024
+    python -m suite.tools.precision_check                        # L 256, batch 8, width 128, 2 layers
+    (speed_vs_length's models)
+    python -m suite.tools.precision_check --models transformer --length 256 model.d_model=256 model.backbone.n_layers=4
+    model.backbone.d_ff=1024
     OMP_NUM_THREADS=1 python -m suite.tools.precision_check      # one thread, as make bench's speed points
 
 Each model is composed as ``experiment=speed_vs_length`` composes it (the recall task at
 ``--length``, random weights: speed does not depend on training; extra Hydra overrides apply to
-every model). Its training step (the one training takes: forward, backward, clip, AdamW, schedule) and its inference pass are timed in
+every model). Its training step (the one training takes: forward, backward, clip, AdamW, schedule) and its inference
+pass are timed in
 fp32 and under bf16 autocast, all four interleaved round by round (``suite.measure.timing.time_calls``),
 so the machine's drift hits both precisions alike. The table gives real tokens/s, the bf16/fp32
 ratio and what ``precision=auto`` picks for that model on this device (``suite.runtime.numerics.choose``);
@@ -50,7 +53,8 @@ class Row:
         return figures["bf16"] / figures["fp32"]
 
     def contradicted(self, margin: float = 0.10) -> bool:
-        """``auto`` picks the precision that trained slower here by more than ``margin`` (one point moves ~8 % between processes here)."""
+        """``auto`` picks the precision that trained slower here by more than ``margin`` (one point moves ~8 % between
+        processes here)."""
         ratio = self.ratio("train")
         return ratio < 1 - margin if self.auto == "bf16" else ratio > 1 + margin
 

@@ -1,6 +1,7 @@
 """What right-padded batches cost a recurrent cell: torch's fused kernel over the padded batch against packed sequences.
 
-    python -m suite.tools.rnn_padding                      # batch 32, L 256, width 128, lengths 150-256, one and two layers
+    python -m suite.tools.rnn_padding                      # batch 32, L 256, width 128, lengths 150-256, one and two
+    layers
     python -m suite.tools.rnn_padding --length 64 --batch 8
 
 ``suite.models.rnn.RecurrentEncoder`` runs a one-way cell over right-padded batches through the

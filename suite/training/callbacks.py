@@ -68,7 +68,8 @@ class Hooks:
 
 
 class BestCheckpoint(Callback):
-    """Keeps the weights of the best validation score (``state.primary``), writes them to ``best.pt``, restores them at the end."""
+    """Keeps the weights of the best validation score (``state.primary``), writes them to ``best.pt``, restores them at
+    the end."""
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory
@@ -95,7 +96,8 @@ class BestCheckpoint(Callback):
 
 
 class EarlyStopping(Callback):
-    """Stops after ``patience`` validations without improvement (runs after ``BestCheckpoint``, which judges improvement)."""
+    """Stops after ``patience`` validations without improvement (runs after ``BestCheckpoint``, which judges
+    improvement)."""
 
     def __init__(self, patience: int) -> None:
         self.patience, self.bad_epochs = patience, 0
@@ -198,7 +200,8 @@ class TimeBudget(Callback):
 
 
 class TrackerLog(Callback):
-    """Training loss and learning rate every ``every`` steps, validation metrics every epoch, to the tracker (rank 0)."""
+    """Training loss and learning rate every ``every`` steps, validation metrics every epoch, to the tracker (rank
+    0)."""
 
     def __init__(self, tracker: Tracker, every: int) -> None:
         self.tracker, self.every = tracker, every

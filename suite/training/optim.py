@@ -16,12 +16,14 @@ NO_DECAY_MODULES = (nn.Embedding, nn.LayerNorm, nn.GroupNorm, nn.BatchNorm1d, nn
 
 
 def decays(module: nn.Module, name: str, param: nn.Parameter) -> bool:
-    """A layer's weight matrix (Linear, convolution, recurrent, attention projection): named '*weight*', 2+ dims, not an embedding or norm."""
+    """A layer's weight matrix (Linear, convolution, recurrent, attention projection): named '*weight*', 2+ dims, not an
+    embedding or norm."""
     return "weight" in name and param.ndim >= 2 and not isinstance(module, NO_DECAY_MODULES)
 
 
 def decay_groups(model: nn.Module) -> list[dict[str, Any]]:
-    """Two optimizer groups: the matrices, with the optimizer's weight decay; everything else (biases, norms, embeddings, positions, [CLS]) with none."""
+    """Two optimizer groups: the matrices, with the optimizer's weight decay; everything else (biases, norms,
+    embeddings, positions, [CLS]) with none."""
     decay, rest, seen = [], [], set()
     for module in model.modules():
         for name, param in module.named_parameters(recurse=False):

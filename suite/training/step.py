@@ -15,7 +15,8 @@ from suite.types import Batch, Task
 
 @dataclass
 class Update:
-    """How a step changes the weights: the optimizer, its schedule (None: none) and the gradient-norm clip (None or 0: none)."""
+    """How a step changes the weights: the optimizer, its schedule (None: none) and the gradient-norm clip (None or 0:
+    none)."""
 
     optimizer: torch.optim.Optimizer
     scheduler: Any = None

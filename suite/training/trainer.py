@@ -91,7 +91,8 @@ class Trainer:
         max_steps: stop after this many optimizer steps (None: no cap).
         batch_size, eval_batch_size: examples per batch (per process under torchrun).
         grad_clip: max gradient norm (0: off).
-        precision: 'auto' (bf16 autocast where this device runs the model's family faster: ``numerics.choose``), 'fp32' or 'bf16'.
+        precision: 'auto' (bf16 autocast where this device runs the model's family faster: ``numerics.choose``), 'fp32'
+            or 'bf16'.
         patience: epochs without validation improvement before stopping (0: never stop early).
         time_budget_s: a cap on the seconds of training (None: no cap). The work is set by
             ``max_steps``/``max_epochs``, so a command gives the same figures on any machine; only
@@ -100,7 +101,8 @@ class Trainer:
         limit_train_batches, limit_eval_batches: cap batches per epoch / per evaluation (smoke tests).
         log_every: steps between loss logs to the tracker.
         progress: show a progress bar (on a terminal only; logs get a line per epoch).
-        checkpoint_every_s: seconds between mid-epoch ``last.pt`` writes (also written at each epoch end; None: epoch ends only).
+        checkpoint_every_s: seconds between mid-epoch ``last.pt`` writes (also written at each epoch end; None: epoch
+            ends only).
         resume: 'auto' (continue from ``<checkpoint dir>/last.pt`` when it exists), 'never', or a path to a ``last.pt``.
         decay: 'matrices' (weight decay on layers' weight matrices only: not on biases, norms,
             embeddings, positions; ``suite/training/optim.py``) or 'all' (every parameter).
@@ -177,7 +179,8 @@ class Trainer:
     def score(
         self, model: nn.Module, task: Task, device: torch.device, seed: int, split: str = "test"
     ) -> tuple[dict[str, float], dict[str, float]]:
-        """Metrics and inference throughput of ``model`` on a whole split (the job scores test with the fitted model)."""
+        """Metrics and inference throughput of ``model`` on a whole split (the job scores test with the fitted
+        model)."""
         loaders = task.loaders(self.batch_size, seed, eval_batch_size=self.eval_batch_size)
         return self.evaluate(model, task, loaders[split], device)
 
@@ -286,7 +289,8 @@ class Trainer:
         epoch: int,
         position: dict[str, Any] | None,
     ) -> None:
-        """The epoch's steps, each followed by the callbacks; ``last.pt`` when a signal stops the run (then ``Interrupted``) or when one is due."""
+        """The epoch's steps, each followed by the callbacks; ``last.pt`` when a signal stops the run (then
+        ``Interrupted``) or when one is due."""
         state.epoch = epoch
         state.model.train()
         distributed.set_epoch(state.loader, epoch)
@@ -343,13 +347,15 @@ class Trainer:
         )
 
     def parameter_groups(self, model: nn.Module) -> list[dict[str, Any]] | list[nn.Parameter]:
-        """What the optimizer updates: every trainable parameter, or (``decay='matrices'``) two groups, decayed and not."""
+        """What the optimizer updates: every trainable parameter, or (``decay='matrices'``) two groups, decayed and
+        not."""
         if self.decay == "all":
             return [p for p in model.parameters() if p.requires_grad]
         return decay_groups(model)
 
     def update(self, model: nn.Module, total_steps: int) -> Update:
-        """This trainer's optimizer (over ``parameter_groups``), its schedule over ``total_steps`` and its gradient clip."""
+        """This trainer's optimizer (over ``parameter_groups``), its schedule over ``total_steps`` and its gradient
+        clip."""
         optimizer = self.make_optimizer(params=self.parameter_groups(model))
         return Update(optimizer, self.make_scheduler(optimizer, total_steps=max(1, total_steps)), self.grad_clip)
 
@@ -394,7 +400,8 @@ class Trainer:
         return batches
 
     def agree(self, state: FitState, interrupted: bool) -> bool:
-        """Apply the callbacks' requests, agreed over ranks: the shortest schedule, a stop if any rank stops. Returns whether to interrupt."""
+        """Apply the callbacks' requests, agreed over ranks: the shortest schedule, a stop if any rank stops. Returns
+        whether to interrupt."""
         if state.world.distributed:
             # One collective a step: the maximum of -total is minus the shortest requested schedule.
             stop, interrupted_anywhere, neg_total = distributed.reduce(
@@ -462,7 +469,8 @@ class Trainer:
         )
 
     def restore(self, path: Path, state: FitState, hooks: Hooks, identity: dict[str, Any]) -> dict[str, Any]:
-        """Load ``last.pt`` into ``state`` and the callbacks, or refuse it with the reason; returns the data position to continue from."""
+        """Load ``last.pt`` into ``state`` and the callbacks, or refuse it with the reason; returns the data position to
+        continue from."""
         saved = read_last(path, state.device)
         if differences := config_differences(
             current(saved["identity"]), identity
@@ -535,7 +543,8 @@ def config_differences(saved: Any, current: Any, prefix: str = "") -> list[str]:
 
 
 def resume_identity(cfg: Any) -> dict[str, Any]:
-    """What a ``last.pt`` must match to be resumed: the task, model, seed and the trainer settings that change the computation."""
+    """What a ``last.pt`` must match to be resumed: the task, model, seed and the trainer settings that change the
+    computation."""
     from omegaconf import OmegaConf
 
     trainer = {k: v for k, v in OmegaConf.to_container(cfg.trainer, resolve=True).items() if k not in RESUME_MAY_CHANGE}
