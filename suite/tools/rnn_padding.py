@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     numerics.set_flush_denormals(True)  # as every run of the suite
     print(
         f"forward + backward, batch {args.batch}, L {args.length}, width {args.width}, lengths "
-        f"{args.length * 6 // 10}-{args.length}, {torch.get_num_threads()} threads, fp32"
+        f"{args.length * 6 // 10}-{args.length}, threads: {torch.get_num_threads()}, fp32"
     )
     print("| cell | layers | packed ms | fused ms | packed / fused | largest difference |")
     print("|---|---|---|---|---|---|")
