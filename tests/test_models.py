@@ -182,3 +182,20 @@ def test_the_padding_benchmark_compares_equal_outputs():
     rows = main(["--batch", "3", "--length", "10", "--width", "8", "--layers", "1", "--repeats", "1"])
     assert [r["cell"] for r in rows] == ["lstm", "gru", "rnn"]
     assert all(r["max_difference"] < 1e-5 and r["packed_ms"] > 0 and r["fused_ms"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize("cell", ["rnn", "lstm", "gru"])
+def test_right_padding_under_forced_bf16_keeps_the_padding_out(cell):
+    """The fused path under bf16 autocast (what precision=auto picks for attention models on AMX, forced here on any
+    CPU): finite, padded outputs zero, extra padding changes nothing, and close to fp32."""
+    enc = RecurrentEncoder(16, cell, n_layers=2).eval()
+    x = torch.randn(3, 9, 16)
+    pad = torch.arange(9)[None] >= torch.tensor([9, 4, 6])[:, None]
+    more_x, more_pad = torch.cat([x, torch.randn(3, 3, 16)], 1), torch.cat([pad, torch.ones(3, 3, dtype=torch.bool)], 1)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        out, more = enc(x, pad).float(), enc(more_x, more_pad).float()
+    with torch.no_grad():
+        fp32 = enc(x, pad)
+    assert torch.isfinite(out).all() and torch.all(out[pad] == 0) and torch.all(more[more_pad] == 0)
+    assert torch.equal(out, more[:, :9])
+    assert torch.allclose(out, fp32, atol=0.05)

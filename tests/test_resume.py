@@ -63,6 +63,20 @@ def fresh(task, model_cfg, seed: int = 0) -> torch.nn.Module:
     return task.build_model(model_cfg)
 
 
+def crash_with_a_checkpoint(task, model_cfg, checkpoint_dir: Path, identity: dict) -> None:
+    """A run that saves ``last.pt`` after every step and crashes in step 3's callbacks (its last save: step 2)."""
+    with pytest.raises(RuntimeError, match="crash"):
+        make_trainer(checkpoint_every_s=0).fit(
+            fresh(task, model_cfg),
+            task,
+            torch.device("cpu"),
+            seed=0,
+            checkpoint_dir=checkpoint_dir,
+            callbacks=[Crash(3)],
+            identity=identity,
+        )
+
+
 def assert_same_weights(a: torch.nn.Module, b: torch.nn.Module) -> None:
     sa, sb = a.state_dict(), b.state_dict()
     assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
@@ -128,16 +142,7 @@ def test_length_bucketed_batches_resume_exactly(tmp_path):
 def test_a_checkpoint_of_another_configuration_is_refused_with_the_difference(tmp_path):
     task, model_cfg = recall_task()
     cpu = torch.device("cpu")
-    with pytest.raises(RuntimeError, match="crash"):
-        make_trainer(checkpoint_every_s=0).fit(
-            fresh(task, model_cfg),
-            task,
-            cpu,
-            seed=0,
-            checkpoint_dir=tmp_path,
-            callbacks=[Crash(3)],
-            identity={"seed": 0, "model": {"d_model": 32}},
-        )
+    crash_with_a_checkpoint(task, model_cfg, tmp_path, {"seed": 0, "model": {"d_model": 32}})
     with pytest.raises(ValueError, match=r"another configuration \(model.d_model: 32 -> 64"):
         make_trainer().fit(
             fresh(task, model_cfg),
@@ -174,16 +179,7 @@ class Planted:
 def test_every_checkpoint_loads_as_weights_only_and_a_crafted_pickle_is_refused_unrun(tmp_path):
     task, model_cfg = recall_task()
     cpu = torch.device("cpu")
-    with pytest.raises(RuntimeError, match="crash"):
-        make_trainer(checkpoint_every_s=0).fit(
-            fresh(task, model_cfg),
-            task,
-            cpu,
-            seed=0,
-            checkpoint_dir=tmp_path,
-            callbacks=[Crash(3)],
-            identity={"seed": 0},
-        )
+    crash_with_a_checkpoint(task, model_cfg, tmp_path, {"seed": 0})
     saved = torch.load(tmp_path / LAST, weights_only=True)  # what resuming reads: tensors and plain values only
     assert saved["step"] == 2  # saved after every step; the crash came in step 3's callbacks, before its save
     planted = tmp_path / "code-ran"
