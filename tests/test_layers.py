@@ -13,6 +13,7 @@ SUITE = Path(__file__).resolve().parents[1] / "suite"
 RANKS: dict[str, int] = {
     "types": 0,  # the contracts every layer speaks
     "runtime": 1,  # the record, failures, files, devices, numerics, tracking, config composition
+    "nn": 1,  # building blocks below attention and the models (dropout)
     "data": 2,
     "attention": 2,
     "models": 3,

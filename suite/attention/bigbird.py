@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from suite.attention.core import PADDING, AttentionCore, key_padding, masked_softmax, positive_int, self_attention_only
+from suite.nn import dropout
 
 
 class BigBirdAttention(AttentionCore):
@@ -83,11 +84,11 @@ class BigBirdAttention(AttentionCore):
         ks, vs = (x[:, :, idx].flatten(3, 4) for x in (kb, vb))  # (B, H, n-g, m*bs, Dh)
         allowed = (~pad.unflatten(1, (n, bs))[:, idx] & real[None, :, :, None]).flatten(2, 3)  # (B, n-g, m*bs)
         scores = qb[:, :, g:] @ ks.transpose(-2, -1) / math.sqrt(d)  # (B, H, n-g, bs, m*bs)
-        weights = F.dropout(masked_softmax(scores, allowed[:, None, :, None, :]), self.dropout, self.training)
+        weights = dropout(masked_softmax(scores, allowed[:, None, :, None, :]), self.dropout, self.training)
         out = weights @ vs  # (B, H, n-g, bs, Dh)
         if g:  # global query blocks read every key
             qg = qb[:, :, :g].flatten(2, 3)  # (B, H, g*bs, Dh)
             scores = qg @ kb.flatten(2, 3).transpose(-2, -1) / math.sqrt(d)  # (B, H, g*bs, n*bs)
-            weights = F.dropout(masked_softmax(scores, ~pad[:, None, None, :]), self.dropout, self.training)
+            weights = dropout(masked_softmax(scores, ~pad[:, None, None, :]), self.dropout, self.training)
             out = torch.cat([(weights @ vb.flatten(2, 3)).unflatten(2, (g, bs)), out], dim=2)
         return out.flatten(2, 3)[:, :, :length]  # (B, H, L, Dh)

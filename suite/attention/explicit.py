@@ -6,10 +6,10 @@ saves: the O(L^2) bytes of the weights (kept for the backward pass), and their t
 
 from __future__ import annotations
 
-import torch.nn.functional as F
 from torch import Tensor
 
 from suite.attention.full import FullAttention, attention_weights
+from suite.nn import dropout
 
 
 class ExplicitAttention(FullAttention):
@@ -20,4 +20,4 @@ class ExplicitAttention(FullAttention):
     def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
         """(B, H, Lq, Dh) x2 keys/values (B, H, Lk, Dh) -> (B, H, Lq, Dh), through (B, H, Lq, Lk) weights."""
         weights = attention_weights(q, k, pad_mask, causal)
-        return F.dropout(weights, self.dropout, self.training) @ v
+        return dropout(weights, self.dropout, self.training) @ v

@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from suite.attention.core import PADDING, AttentionCore, positive_int, self_attention_only
+from suite.nn import dropout
 
 
 class LinformerAttention(AttentionCore):
@@ -65,4 +65,4 @@ class LinformerAttention(AttentionCore):
         kp = self.e[:, :length] @ k  # (B, H, k, Dh)
         vp = self.f[:, :length] @ v  # (B, H, k, Dh)
         weights = (q @ kp.transpose(-2, -1) / math.sqrt(q.size(-1))).softmax(dim=-1)  # (B, H, L, k)
-        return F.dropout(weights, self.dropout, self.training) @ vp
+        return dropout(weights, self.dropout, self.training) @ vp

@@ -23,6 +23,7 @@ from suite.attention.core import (
     positive_int,
     self_attention_only,
 )
+from suite.nn import dropout
 from suite.types import State
 
 
@@ -90,7 +91,7 @@ class LocalAttention(AttentionCore):
         self_attention_only(self, q, k, causal)
         qb, kc, vc, allowed, _ = sliding_blocks(q, k, v, pad_mask, self.window, causal)
         scores = qb @ kc.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, n, w, c)
-        weights = F.dropout(masked_softmax(scores, allowed), self.dropout, self.training)
+        weights = dropout(masked_softmax(scores, allowed), self.dropout, self.training)
         return unblock(weights @ vc, q.size(-2))  # (B, H, L, Dh)
 
     def decode_step(self, q: Tensor, k: Tensor, v: Tensor, state: State) -> tuple[Tensor, State]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from suite.attention.core import PADDING, AttentionCore, key_padding, masked_softmax, positive_int, self_attention_only
 from suite.attention.local import sliding_blocks, unblock
+from suite.nn import dropout
 
 
 class LongformerAttention(AttentionCore):
@@ -48,12 +48,12 @@ class LongformerAttention(AttentionCore):
         allowed_g = ~pad[:, None, None, None, :g].expand(*allowed.shape[:4], g)  # (B, 1, n, w, g)
         allowed_all = torch.cat([allowed, allowed_g], dim=-1)  # (B, 1, n, w, c + g)
         weights = masked_softmax(torch.cat([local, to_global], dim=-1) / math.sqrt(d), allowed_all)
-        weights = F.dropout(weights, self.dropout, self.training)
+        weights = dropout(weights, self.dropout, self.training)
         c = local.size(-1)
         out = unblock(weights[..., :c] @ vc + weights[..., c:] @ v[:, :, None, :g], length)  # (B, H, L, Dh)
         if g == 0:
             return out
         # Global rows: the first g queries read every key.
         scores = q[:, :, :g] @ k.transpose(-2, -1) / math.sqrt(d)  # (B, H, g, L)
-        weights = F.dropout(masked_softmax(scores, ~pad[:, None, None, :]), self.dropout, self.training)
+        weights = dropout(masked_softmax(scores, ~pad[:, None, None, :]), self.dropout, self.training)
         return torch.cat([weights @ v, out[:, :, g:]], dim=2)

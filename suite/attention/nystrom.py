@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from suite.attention.core import PADDING, AttentionCore, key_padding, masked_softmax, positive_int, self_attention_only
+from suite.nn import dropout
 
 
 def segment_means(x: Tensor, real: Tensor, size: int) -> Tensor:
@@ -70,4 +71,4 @@ class NystromAttention(AttentionCore):
         a = (q_land @ k_land.transpose(-2, -1) * scale).softmax(-1)  # (B, H, m, m)
         f2 = masked_softmax(q_land @ k.transpose(-2, -1) * scale, ~pad[:, None, None, :])  # (B, H, m, L)
         a_inv = iterative_pinv(a, self.pinv_iterations) if self.pinv_iterations else torch.linalg.pinv(a)
-        return f1 @ (a_inv @ (F.dropout(f2, self.dropout, self.training) @ v))  # (B, H, L, Dh)
+        return f1 @ (a_inv @ (dropout(f2, self.dropout, self.training) @ v))  # (B, H, L, Dh)

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from suite.attention.core import PADDING, AttentionCore, key_padding, positive_int, self_attention_only
+from suite.nn import dropout
 
 SELF_SCORE = -1e5
 
@@ -97,7 +98,7 @@ class ReformerAttention(AttentionCore):
         scores = scores.masked_fill(q_pos[..., None] == k_pos[..., None, :], SELF_SCORE)
         scores = scores.masked_fill(~k_real[..., None, :], torch.finfo(scores.dtype).min)
         lse = scores.logsumexp(dim=-1, keepdim=True)  # (B, H, R, n, c, 1)
-        out = F.dropout(torch.exp(scores - lse), self.dropout, self.training) @ sv  # (B, H, R, n, c, Dh)
+        out = dropout(torch.exp(scores - lse), self.dropout, self.training) @ sv  # (B, H, R, n, c, Dh)
         undo = order[..., :length].argsort(dim=-1)  # (B, H, R, L): where each position went
         out = out.flatten(3, 4).gather(3, undo[..., None].expand(b, h, r, length, d))  # (B, H, R, L, Dh)
         lse = lse.flatten(3, 5).gather(3, undo)  # (B, H, R, L)

@@ -12,6 +12,7 @@ from hydra.utils import instantiate
 from torch import Tensor, nn
 
 from suite.models.heads import ClassificationHead
+from suite.nn import Dropout
 
 
 class Classifier(nn.Module):
@@ -38,7 +39,7 @@ class Classifier(nn.Module):
         super().__init__()
         self.content, self.positions, self.pooler = content, positions, pooler
         self.backbone, self.head = backbone, head
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward_features(self, inputs: Tensor, pad_mask: Tensor | None = None) -> Tensor:
         """Raw inputs, (B, L) mask -> pooled (B, D)."""

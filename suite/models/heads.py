@@ -9,6 +9,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from suite.nn import Dropout
+
 
 class Pooling(nn.Module):
     """(B, L, D), (B, L) mask -> (B, D). By default nothing is prepended to the input."""
@@ -74,7 +76,7 @@ class ClassificationHead(nn.Module):
         layers: list[nn.Module] = []
         if hidden:
             layers += [nn.Linear(d_model, hidden), nn.Tanh()]
-        layers += [nn.Dropout(dropout), nn.Linear(hidden or d_model, n_classes)]
+        layers += [Dropout(dropout), nn.Linear(hidden or d_model, n_classes)]
         self.net = nn.Sequential(*layers)
 
     def forward(self, z: Tensor) -> Tensor:

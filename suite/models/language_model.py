@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from suite.models.classifier import build_sized
 from suite.models.embeddings import TokenEmbedding
 from suite.models.heads import Generator
+from suite.nn import Dropout
 from suite.types import CausalBackbone, State
 
 
@@ -49,7 +50,7 @@ class LanguageModel(nn.Module):
                 f"a language model needs a causal backbone with a step method, got {type(backbone).__name__}"
             )
         self.embed, self.positions, self.backbone, self.generator = embed, positions, backbone, generator
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.context = context
 
     def features(self, ids: Tensor) -> Tensor:

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+from suite.nn import Dropout
 from suite.runtime import numerics
 from suite.types import State
 
@@ -177,7 +178,7 @@ class RecurrentDecoder(nn.Module):
         self.bridge = nn.Linear(d_model, len(self.states) * n_layers * hidden_size)
         self.query = nn.Linear(hidden_size, d_model, bias=False)
         self.combine = nn.Linear(hidden_size + d_model, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def init_cache(self, memory: Tensor, memory_mask: Tensor | None = None) -> dict[str, Tensor]:
         """Initial recurrent state(s) from the memory, batch-first: {'h': (B, layers, H)[, 'c': ...]}."""

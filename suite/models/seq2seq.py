@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from suite.models.classifier import build_sized
 from suite.models.embeddings import TokenEmbedding
 from suite.models.heads import Generator
+from suite.nn import Dropout
 from suite.types import State
 
 
@@ -53,7 +54,7 @@ class Seq2Seq(nn.Module):
         self.src_embed, self.tgt_embed = src_embed, tgt_embed
         self.src_positions, self.tgt_positions = src_positions, tgt_positions
         self.encoder, self.decoder, self.generator, self.copy = encoder, decoder, generator, copy
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """(B, L) ids, (B, L) pad mask -> memory (B, L, D)."""

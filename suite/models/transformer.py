@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from suite.attention import FullAttention, require
 from suite.attention.core import CACHE, CAUSAL, CROSS, PADDING
+from suite.nn import Dropout
 from suite.types import State, prefixed, scoped
 
 AttentionFactory = Callable[..., nn.Module]  # called as factory(n_heads=, head_dim=, max_len=)
@@ -147,7 +148,7 @@ class FeedForward(nn.Module):
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.act = ACTIVATIONS[activation]
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.linear2(self.dropout(self.act(self.linear1(x))))  # (B, L, D)
@@ -159,7 +160,7 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model, eps=eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:

@@ -2,9 +2,13 @@
 
     python -m suite.tools.op_profile experiment=attention_speed model/attention=performer task.seq_len=16384
     python -m suite.tools.op_profile task=sentiment model=lstm --batch 32 --top 8
+    python -m suite.tools.op_profile task=long_range task.seq_len=256 --precision bf16
 
 The overrides compose the model and task as ``suite.run`` does (random weights: the time does not
-depend on training); ``--batch`` examples of the task's training data make the batch. After
+depend on training); ``--batch`` examples of the task's training data make the batch. The step runs
+in the precision the run would (``trainer.precision``, resolved for this device and model: ``auto``
+is bf16 or fp32 by the policy of ``suite.runtime.numerics``) unless ``--precision`` says otherwise,
+and with the model's dropout as configured (the cost every training run pays). After
 ``--warmup`` untimed steps, one step (the one training takes: forward, backward, clip, optimizer, schedule) runs under
 ``torch.profiler``,
 and each operator's own CPU time is printed in microseconds per token, so two lengths compare
@@ -37,14 +41,19 @@ class OpTime:
     us_per_token: float
 
 
-def profile_step(overrides: list[str], batch_size: int = 4, warmup: int = 2) -> tuple[list[OpTime], int]:
-    """(every operator's own time in one training step, heaviest first; the step's tokens)."""
+def profile_step(
+    overrides: list[str], batch_size: int = 4, warmup: int = 2, precision: str | None = None
+) -> tuple[list[OpTime], int, str]:
+    """(every operator's own time in one training step, heaviest first; the step's tokens; its precision).
+
+    ``precision`` None: the run's ``trainer.precision``; 'auto' is resolved for the device and model."""
     cfg = composed(overrides)
     device = torch.device("cpu")
     task = instantiate(cfg.task)
     model = prepare(cfg, device, task).model
     batch = first_batch(task, batch_size, cfg.seed).to(device)
-    step = training_step(model, task, batch, trainer_update(cfg, model), "fp32", device)
+    resolved = numerics.resolve_precision(precision or cfg.trainer.precision, device, model)
+    step = training_step(model, task, batch, trainer_update(cfg, model), resolved, device)
 
     for _ in range(warmup):
         step()
@@ -58,7 +67,7 @@ def profile_step(overrides: list[str], batch_size: int = 4, warmup: int = 2) -> 
         for e in prof.key_averages()
         if e.self_cpu_time_total > 0
     ]
-    return sorted(ops, key=lambda o: -o.ms), tokens
+    return sorted(ops, key=lambda o: -o.ms), tokens, resolved
 
 
 def main(argv: list[str] | None = None) -> list[OpTime]:
@@ -67,12 +76,16 @@ def main(argv: list[str] | None = None) -> list[OpTime]:
     parser.add_argument("--batch", type=int, default=4, help="examples in the profiled batch")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
     parser.add_argument("--top", type=int, default=12, help="operators printed")
+    parser.add_argument(
+        "--precision", choices=["auto", "fp32", "bf16"], default=None, help="default: the run's trainer.precision"
+    )
     args = parser.parse_args(argv)
     numerics.set_flush_denormals(True)  # as every run of the suite: subnormals would time the data, not the model
-    ops, tokens = profile_step(args.overrides, args.batch, args.warmup)
+    ops, tokens, precision = profile_step(args.overrides, args.batch, args.warmup, args.precision)
     total = sum(o.ms for o in ops)
     print(
-        f"one training step, {tokens} tokens, {torch.get_num_threads()} threads: {total:.1f} ms, {total * 1e3 / tokens:.2f} us a token"
+        f"one training step in {precision}, {tokens} tokens, {torch.get_num_threads()} threads: "
+        f"{total:.1f} ms, {total * 1e3 / tokens:.2f} us a token"
     )
     for o in ops[: args.top]:
         print(f"  {o.name:<40}{o.ms:10.1f} ms{o.us_per_token:9.2f} us/token  {o.calls:5d} calls")
