@@ -89,6 +89,16 @@ def test_early_stopping_stops(monkeypatch):
     assert result.stop_reason == "early_stopping" and result.epochs == 3 and result.best_epoch == 1
 
 
+@pytest.mark.parametrize("stop_at, epochs, reason", [(1.0, 3, "target_reached"), (None, 6, "max_epochs")])
+def test_stop_at_ends_the_run_once_validation_reaches_the_target(monkeypatch, stop_at, epochs, reason):
+    task, model = tiny_task()
+    scores = iter([0.5, 0.9, 1.0, 1.0, 1.0, 1.0])  # the ceiling at the third validation
+    monkeypatch.setattr(task, "evaluate", lambda m, b, d: {"accuracy": next(scores), "loss": 1.0})
+    result = trainer(max_epochs=6, stop_at=stop_at).fit(model, task, torch.device("cpu"), seed=0)
+    assert result.stop_reason == reason and result.epochs == epochs and result.steps == 2 * epochs
+    assert result.best_epoch == 3
+
+
 def test_budget_plan_shortens_the_run_once_from_the_timed_steps():
     plan = BudgetPlan(budget_s=10.0, planned=1000, skip=2, timed=10)
     assert plan.observe(2, 1.0) is None
@@ -140,3 +150,16 @@ def test_quick_recipes_plan_their_work_and_keep_the_budget_as_a_cap():
         cfg = compose_config(f"task={recipe.stem.removesuffix('_quick')}", "trainer=quick", tiny=False)
         assert cfg.trainer.max_epochs and cfg.trainer.time_budget_s >= 600, recipe.name
         assert cfg.trainer.precision == "auto"
+
+
+def test_the_trainer_label_names_a_stop_target():
+    """Runs with and without a stop target are different experiments in the report: their labels differ."""
+    from types import SimpleNamespace
+
+    from suite.runtime.record import trainer_name
+
+    def label(**trainer):
+        return trainer_name(SimpleNamespace(job="train", config={"trainer": {"name": "quick", **trainer}}))
+
+    assert label(max_steps=600) == "quick (600 steps)"
+    assert label(max_steps=600, stop_at=1.0) == "quick (600 steps, stop at 1)"

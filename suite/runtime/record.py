@@ -125,6 +125,7 @@ def trainer_name(r: ResultRecord) -> str:
     trainer = r.config.get("trainer") or {}
     limits = [f"{trainer['max_steps']} steps"] if trainer.get("max_steps") else []
     limits += [f"{trainer['time_budget_s']:g} s"] if trainer.get("time_budget_s") else []
+    limits += [f"stop at {trainer['stop_at']:g}"] if trainer.get("stop_at") is not None else []
     return f"{trainer.get('name', '')}" + (f" ({', '.join(limits)})" if limits else "")
 
 
@@ -157,16 +158,16 @@ def device_description(device: torch.device) -> str:
 
 
 def library_versions() -> dict[str, str]:
-    import hydra
-    import tokenizers
-    import torchvision
+    """The versions of the libraries a result depends on, from the installed packages' metadata (importing
+    torchvision only to read its version costs seconds a process)."""
+    from importlib.metadata import version
 
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "torchvision": torchvision.__version__,
-        "hydra": hydra.__version__,
-        "tokenizers": tokenizers.__version__,
+        "torchvision": version("torchvision"),
+        "hydra": version("hydra-core"),
+        "tokenizers": version("tokenizers"),
     }
 
 

@@ -118,6 +118,22 @@ class EarlyStopping(Callback):
         self.bad_epochs = state["bad_epochs"]
 
 
+class TargetReached(Callback):
+    """Stops once the validation metric that picks the best epoch reaches ``target`` (higher is better).
+
+    For a metric with a ceiling (recall's accuracy 1.0), an epoch that reaches it cannot be improved on,
+    so the rest of the budget would buy nothing. The rule is the same for every model: each is offered the
+    same steps, and the record says where it stopped (``stop_reason='target_reached'``, ``steps``).
+    """
+
+    def __init__(self, target: float) -> None:
+        self.target = target
+
+    def on_validation_end(self, state: FitState) -> None:
+        if state.val.get(state.primary, -math.inf) >= self.target and state.stop_reason is None:
+            state.stop_reason = "target_reached"
+
+
 class BudgetPlan:
     """How many steps fit in a time budget, from the time of the first steps.
 

@@ -30,7 +30,16 @@ from suite.runtime.failures import Diverged, Interrupted
 from suite.runtime.moved import current
 from suite.runtime.preemption import StopSignals
 from suite.runtime.tracking import NullTracker, Tracker
-from suite.training.callbacks import BestCheckpoint, Callback, EarlyStopping, Hooks, Progress, TimeBudget, TrackerLog
+from suite.training.callbacks import (
+    BestCheckpoint,
+    Callback,
+    EarlyStopping,
+    Hooks,
+    Progress,
+    TargetReached,
+    TimeBudget,
+    TrackerLog,
+)
 from suite.training.checkpoint import LAST, loader_generators, read_last, rng_state, set_rng_state, write_last
 from suite.training.optim import decay_groups
 from suite.training.state import FitState
@@ -94,6 +103,8 @@ class Trainer:
         precision: 'auto' (bf16 autocast where this device runs the model's family faster: ``numerics.choose``), 'fp32'
             or 'bf16'.
         patience: epochs without validation improvement before stopping (0: never stop early).
+        stop_at: stop once the validation primary metric reaches this (None: never); for a metric with a
+            ceiling, e.g. 1.0 for recall's accuracy (``callbacks.TargetReached``).
         time_budget_s: a cap on the seconds of training (None: no cap). The work is set by
             ``max_steps``/``max_epochs``, so a command gives the same figures on any machine; only
             when the first timed steps predict the cap will be hit is the schedule re-planned to
@@ -120,6 +131,7 @@ class Trainer:
         grad_clip: float = 1.0,
         precision: str = "auto",
         patience: int = 0,
+        stop_at: float | None = None,
         time_budget_s: float | None = None,
         limit_train_batches: int | None = None,
         limit_eval_batches: int | None = None,
@@ -136,7 +148,7 @@ class Trainer:
         self.max_epochs, self.max_steps = max_epochs, max_steps
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.grad_clip, self.precision, self.patience = grad_clip, precision, patience
-        self.time_budget_s = time_budget_s
+        self.time_budget_s, self.stop_at = time_budget_s, stop_at
         self.limit_train_batches, self.limit_eval_batches = limit_train_batches, limit_eval_batches
         self.log_every, self.progress = log_every, progress
         self.checkpoint_every_s, self.resume = checkpoint_every_s, str(resume)
@@ -188,6 +200,7 @@ class Trainer:
         """The standard ones, in the order they run: budget, best weights, early stopping, logging, progress."""
         out: list[Callback] = [TimeBudget(self.time_budget_s)] if self.time_budget_s is not None else []
         out += [BestCheckpoint(checkpoint_dir)] + ([EarlyStopping(self.patience)] if self.patience else [])
+        out += [TargetReached(self.stop_at)] if self.stop_at is not None else []
         return out + [
             TrackerLog(tracker, self.log_every),
             Progress(f"{task.name}/{self.name}", self.progress, self.log_every),
