@@ -94,8 +94,9 @@ def refuse_collision(existing: ResultRecord | None, run_dir: Path, config: dict[
         return
     differences = config_differences(existing.config, config)
     raise SweepCollision(
-        f"{run_dir / RESULT_FILE} holds the record of another configuration ({'; '.join(differences[:4])}); this sweep would overwrite it. "
-        "Name the swept setting in hydra.sweep.subdir (e.g. 'hydra.sweep.subdir=${hydra.job.num}') or use another hydra.sweep.dir"
+        f"{run_dir / RESULT_FILE} holds the record of another configuration ({'; '.join(differences[:4])}); "
+        "this sweep would overwrite it. Name the swept setting in hydra.sweep.subdir (e.g. "
+        "'hydra.sweep.subdir=${hydra.job.num}') or use another hydra.sweep.dir"
     )
 
 
@@ -198,8 +199,9 @@ def summary_line(record: ResultRecord) -> str:
     s = record.speed
     if "train_step_ms" in s:
         return (
-            f"L={record.seq_len}{' ' + record.precision if record.precision else ''}: train {s['train_tokens_per_s']:.4g} tok/s, infer {s['infer_tokens_per_s']:.4g} tok/s, "
-            f"peak {s['peak_mem_train_bytes'] / 2**20:.4g} MiB train"
+            f"L={record.seq_len}{' ' + record.precision if record.precision else ''}: train "
+            f"{s['train_tokens_per_s']:.4g} tok/s, infer {s['infer_tokens_per_s']:.4g} tok/s, peak "
+            f"{s['peak_mem_train_bytes'] / 2**20:.4g} MiB train"
             + (f", MFU {s['mfu_train']:.2%}" if "mfu_train" in s else "")
             + (
                 f", generate {s['generate_tokens_per_s']:.4g} tok/s ({s['generate_cache_speedup']:.2f}x the uncached)"

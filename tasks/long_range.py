@@ -196,7 +196,8 @@ def build(
         raise ValueError(f"long_range dataset {dataset!r} must name its problem {problem!r}")
     if isinstance(key_position, bool) or not isinstance(key_position, int) or not -seq_len <= key_position < seq_len:
         raise ValueError(
-            f"long_range key_position must be an integer in [-{seq_len}, {seq_len}) for seq_len={seq_len}, got {key_position!r}"
+            f"long_range key_position must be an integer in [-{seq_len}, {seq_len}) for "
+            f"seq_len={seq_len}, got {key_position!r}"
         )
     loader = partial(
         load,

@@ -17,8 +17,6 @@ from __future__ import annotations
 import re
 from functools import partial
 
-from rouge_score import rouge_scorer
-
 from suite.data.datadir import require
 from suite.data.readers import read_jsonl
 from suite.data.splits import dedupe, stratified_split
@@ -110,6 +108,8 @@ class Rouge:
     """ROUGE-1/2/L F1 (stemmed) in percent, averaged over examples; ``ann_*`` against the extra references."""
 
     def __init__(self) -> None:
+        from rouge_score import rouge_scorer  # with nltk, 2 s of a process's start: only where ROUGE is scored
+
         self.scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
 
     def mean_f1(self, pairs: list[tuple[str, str]]) -> dict[str, float]:

@@ -112,7 +112,10 @@ def subset_data(tmp_path_factory) -> Path:
 # --- language models -------------------------------------------------------------------------
 
 LM_VOCAB = 50
-WORDS = "the minister said shares rose sharply after the company reported profits in london on monday while fans cheered a new film".split()
+WORDS = (
+    "the minister said shares rose sharply after the company reported profits in london on monday "
+    "while fans cheered a new film"
+).split()
 TINY_LM = ["task.seq_len=16", "task.stride=8", "task.vocab_size=300"]  # task=language_model at tiny size
 
 

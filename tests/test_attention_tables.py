@@ -239,7 +239,8 @@ def test_lra_table_takes_only_runs_of_the_lra_benchmark_and_keeps_other_settings
 
 
 def test_published_figures_average_to_their_published_average():
-    # A check on the typing: each row's five figures give its published average, to the rounding of one-decimal figures (±0.05 each, ±0.05 the average).
+    # A check on the typing: each row's five figures give its published average, to the rounding of one-decimal
+    # figures (±0.05 each, ±0.05 the average).
     for name, (_, figures, average) in PUBLISHED.items():
         assert abs(sum(figures.values()) / 5 - average) <= 0.1, name
 

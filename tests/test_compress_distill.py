@@ -1,4 +1,4 @@
-"""Distillation: Hinton's loss by hand, the wrapper trains the student only, the job builds the student from its own config."""
+"""Distillation: Hinton's loss by hand, the wrapper trains the student only, the job builds it from its own config."""
 
 import math
 

@@ -1,4 +1,7 @@
-"""job=compress end to end: a tiny trained checkpoint compressed, measured against itself, the weights left as they were; bad input named before any work."""
+"""job=compress end to end: a trained checkpoint compressed, measured against itself, the weights left as they were.
+
+Bad input is named before any work.
+"""
 
 import hashlib
 from pathlib import Path
@@ -126,7 +129,8 @@ SEQ2SEQ_ONLY = {"distill_sequence"}  # test_compress_distill runs it on a transl
 
 @pytest.mark.parametrize("method", [m for m in METHODS if m not in SEQ2SEQ_ONLY])
 def test_every_method_runs_with_a_bf16_trainer(trained, tmp_path, method):
-    # Fine-tuning and distillation train under bf16 autocast whatever the CPU; the compressed model is scored and timed in fp32.
+    # Fine-tuning and distillation train under bf16 autocast whatever the CPU; the compressed model is scored and
+    # timed in fp32.
     model = "lstm" if method in FOR_LSTM else "transformer"
     short = (
         ["compress.fine_tune.max_steps=2"]

@@ -1,4 +1,7 @@
-"""Pruning: the stated sparsity, kept through fine-tuning; heads and neurons physically removed without changing what they did not contribute."""
+"""Pruning: the stated sparsity, kept through fine-tuning; heads and neurons physically removed.
+
+Removing them does not change what they did not contribute.
+"""
 
 import pytest
 import torch

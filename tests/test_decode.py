@@ -1,4 +1,4 @@
-"""Greedy and beam search: cache or not, beam 1 is greedy, beam beats greedy where it should, batching changes nothing."""
+"""Greedy and beam search: cache or not, beam 1 is greedy, beam beats greedy where it should, batches change nothing."""
 
 import math
 

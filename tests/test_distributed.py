@@ -204,7 +204,8 @@ def test_a_rank_that_dies_fails_the_job_with_a_record_and_no_hang(tmp_path):
     out = proc.communicate(timeout=300)[0]  # no hang: the job ends
     assert proc.returncode != 0
     record = read_result(tmp_path / RESULT_FILE)
-    # The next collective fails on the dead peer (even after torchrun's SIGTERM: interrupting needs the ranks' agreement).
+    # The next collective fails on the dead peer (even after torchrun's SIGTERM: interrupting needs the ranks'
+    # agreement).
     assert record.status == "failed" and "Connection" in record.error, out[-3000:]
 
 

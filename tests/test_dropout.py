@@ -165,3 +165,45 @@ def test_the_models_use_it(model: str) -> None:
         kinds = {type(m) for m in net.modules()}
         assert torch.nn.Dropout not in kinds
         assert Dropout in kinds or model == "vit"  # the ViT config has no dropout before its head
+
+
+def test_swapping_in_torchs_dropout_and_zeroing_it_keep_the_weights():
+    import copy
+
+    from conftest import compose_config, shrink
+
+    from suite.models.classifier import build_classifier
+    from suite.models.embeddings import TokenEmbedding
+    from suite.nn.dropout import with_torch_dropout
+    from suite.tools.dropout_bench import without_dropout
+
+    cfg = shrink(compose_config("model=transformer"))
+    model = build_classifier(cfg.model, TokenEmbedding(50, cfg.model.d_model), n_classes=3, max_len=20)
+    ours = [m.p for m in model.modules() if isinstance(m, Dropout)]
+    torchs = with_torch_dropout(copy.deepcopy(model))
+    assert [m.p for m in torchs.modules() if isinstance(m, torch.nn.Dropout)] == ours and ours
+    assert not any(isinstance(m, Dropout) for m in torchs.modules())
+    zero = without_dropout(copy.deepcopy(model))
+    assert all(m.p == 0.0 for m in zero.modules() if isinstance(m, Dropout))
+    for other in (torchs, zero):
+        assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), other.state_dict().values()))
+
+
+def test_the_dropout_bench_prints_its_three_tables(capsys):
+    from suite.tools.dropout_bench import main
+
+    tiny = [
+        "task=long_range",
+        "task.seq_len=32",
+        "task.n_train=16",
+        "task.n_val=8",
+        "task.n_test=8",
+        "model=transformer",
+    ]
+    tiny += ["model.d_model=16", "model.backbone.n_layers=1", "model.backbone.n_heads=2", "model.backbone.d_ff=32"]
+    out = main([*tiny, "--batch", "2", "--shape", "64", "64", "--warmup", "0", "--repeats", "2"])
+    assert set(out) == {"masks", "dropout fp32", "dropout bf16", "step fp32", "step bf16"}
+    assert set(out["step bf16"]) == {"suite dropout", "nn.Dropout", "dropout 0"}
+    assert "suite: 16-bit lanes" in out["masks"] and set(out["dropout fp32"]) == {"F.dropout", "suite"}
+    printed = capsys.readouterr().out
+    assert printed.count("x of nn.Dropout") == 6 and "1. a keep-mask" in printed

@@ -63,7 +63,8 @@ def upward_imports(root: Path) -> list[str]:
             theirs = layer(target)
             if theirs != own and RANKS[theirs] >= RANKS[own]:
                 wrong.append(
-                    f"{path.relative_to(root.parent)}:{line}: {own} (rank {RANKS[own]}) imports {target} (rank {RANKS[theirs]})"
+                    f"{path.relative_to(root.parent)}:{line}: {own} (rank {RANKS[own]}) imports "
+                    f"{target} (rank {RANKS[theirs]})"
                 )
     return wrong
 

@@ -70,7 +70,8 @@ def test_recall_puts_the_key_beyond_every_windows_reach_after_all_layers():
     "lra, data", [("listops", None), ("recall", None), ("text", ("summarization", "bbc_news_summary")), ("image", None)]
 )
 def test_every_lra_task_trains_a_step_with_a_sparse_variant(lra, data, tmp_path):
-    # Image: the 8x8 digits pixel by pixel (64 positions), since scoring Fashion-MNIST's 10,000 test images at 784 takes minutes.
+    # Image: the 8x8 digits pixel by pixel (64 positions), since scoring Fashion-MNIST's 10,000 test images at 784
+    # takes minutes.
     if data:
         need_data(*data)
     size = (

@@ -199,3 +199,44 @@ def test_others_load_counts_cpu_time_that_is_not_ours(tmp_path):
     with OthersLoad(tmp_path / "absent") as missing:
         pass
     assert missing.share is None
+
+
+def built_point(model: str, seq_len: int, *extra: str):
+    """A speed point's model, task, first batch and update, as job=speed builds them (tiny sizes)."""
+    from hydra.utils import instantiate
+
+    from suite.jobs.prepare import prepare
+    from suite.measure.harness import first_batch, trainer_update
+
+    cfg = speed_cfg(model, seq_len, *extra)
+    task = instantiate(cfg.task)
+    model = prepare(cfg, torch.device("cpu"), task).model
+    return model, task, first_batch(task, 2, cfg.seed), trainer_update(cfg, model)
+
+
+@pytest.mark.parametrize("model", ["lstm", "gru", "rnn"])
+def test_a_recurrent_count_extended_from_two_short_lengths_equals_the_direct_count(model, monkeypatch):
+    """The extension is exact: at 320 positions, counted at 64 and 128 and extended, the same FLOPs as counted."""
+    from suite.measure import harness
+
+    net, task, batch, update = built_point(model, 320, "model.backbone.n_layers=2")
+    assert batch.inputs.shape[1] == 320 and (batch.pad_mask is None or not batch.pad_mask.any())
+    cpu = torch.device("cpu")
+    train = count_flops(harness.training_step(net, task, batch, update, "fp32", cpu))
+    infer = count_flops(harness.inferring(net, lambda: net(batch.inputs, batch.pad_mask), "fp32", cpu))
+    seen = []
+    monkeypatch.setattr(harness, "count_flops", lambda fn: seen.append(1) or count_flops(fn))
+    assert harness.counted_flops(net, task, batch, update, cpu) == (train, infer) and train > infer > 0
+    assert len(seen) == 4  # two lengths, a training step and an inference pass at each: not the 320 positions
+
+
+@pytest.mark.parametrize("model, seq_len", [("transformer", 320), ("lstm", 96)])
+def test_attention_and_short_sequences_are_counted_directly(model, seq_len, monkeypatch):
+    """Attention's count is quadratic in the length: never extended; nor a recurrent one of 128 positions or fewer."""
+    from suite.measure import harness
+
+    net, task, batch, update = built_point(model, seq_len)
+    seen = []
+    monkeypatch.setattr(harness, "count_flops", lambda fn: seen.append(1) or count_flops(fn))
+    harness.counted_flops(net, task, batch, update, torch.device("cpu"))
+    assert len(seen) == 2  # the batch itself, once for training and once for inference

@@ -87,7 +87,8 @@ def test_report_aggregates_seeds_and_failures(tmp_path, capsys):
 
 def test_report_shows_each_decoding_of_evaluated_weights_on_its_own_row(tmp_path):
     def rec(name, metrics, penalty):
-        # The decoding's name comes from the record (what the task said it scored with), never from the task's config keys.
+        # The decoding's name comes from the record (what the task said it scored with), never from the task's config
+        # keys.
         config = {
             "job": {"_target_": "suite.jobs.evaluate.evaluate_job", "checkpoint": "runs/lower/checkpoints/best.pt"},
             "trainer": {"name": "quick"},

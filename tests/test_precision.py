@@ -1,4 +1,7 @@
-"""Every CPU kind: the per-family precision policy, bf16 paths forced on whatever CPU runs the tests, the matmul peak, and the benchmark that re-checks the policy."""
+"""Every CPU kind: the per-family precision policy, bf16 paths forced on whatever CPU runs the tests, the matmul peak.
+
+Also the benchmark that re-checks the policy.
+"""
 
 import pytest
 import torch
@@ -169,11 +172,11 @@ def test_compare_never_calls_runs_of_another_precision_or_cpu_kind_the_same(tmp_
     out = capsys.readouterr().out
     assert "same: ok/ok, metrics same (accuracy 0.8); throughput B/A: train 1.00x" in out
     assert (
-        "precision: ok/ok, metrics DIFFERENT (accuracy 0.8); throughput B/A (precision A fp32 / B bf16: not a reproduction)"
-        in out
+        "precision: ok/ok, metrics DIFFERENT (accuracy 0.8); throughput B/A (precision A fp32 "
+        "/ B bf16: not a reproduction)" in out
     )
     assert (
-        "cpu: ok/ok, metrics DIFFERENT (accuracy 0.8); throughput B/A (CPU A cpu:AMD EPYC (AVX512, bf16 unit None) / B cpu:AMD EPYC (AVX2, bf16 unit None)"
-        in out
+        "cpu: ok/ok, metrics DIFFERENT (accuracy 0.8); throughput B/A (CPU A cpu:AMD EPYC (AVX512, bf16 unit None) / "
+        "B cpu:AMD EPYC (AVX2, bf16 unit None)" in out
     )
     assert "1 of 3 runs give identical test metrics and status in the same precision on the same CPU kind" in out

@@ -15,7 +15,8 @@ from tests.conftest import CONF, TINY_TASK, compose_config, need_data, shrink
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = sorted(p.stem for p in (CONF / "task").glob("*.yaml"))
-DATA_OF = {  # tasks that read files with their default dataset (long_range generates its data, image's digits ship with sklearn)
+# tasks that read files with their default dataset (long_range generates its data, image's digits ship with sklearn)
+DATA_OF = {
     "sentiment": ("sentiment", "sst2"),
     "protein": ("protein", "amp_scanner_v2"),
     "dna": ("dna", "uci_splice_junction"),
@@ -194,7 +195,8 @@ def test_every_experiment_runs_a_step(experiment, precision, tmp_path, request):
     record = execute(cfg, tmp_path / "run")
     assert record.status == "ok", record.error
     assert record.steps == (1 if job in TRAINS else 0)
-    # A compressed model is scored and timed as it runs (fp32 inputs); the gradient probe measures fp32 gradients whatever the trainer says.
+    # A compressed model is scored and timed as it runs (fp32 inputs); the gradient probe measures fp32 gradients
+    # whatever the trainer says.
     assert record.precision == {"compress_job": "fp32", "gradient_flow_job": None}.get(job, precision)
 
 

@@ -1,4 +1,7 @@
-"""No sweep writes two jobs into one directory: every experiment's subdir names the attention variant, and the runner refuses a collision."""
+"""No sweep writes two jobs into one directory: every experiment's subdir names the attention variant.
+
+The runner refuses a collision.
+"""
 
 import json
 import subprocess

@@ -89,7 +89,8 @@ def self_attention_only(core: AttentionCore, q: Tensor, k: Tensor, causal: bool)
     """For variants that serve self-attention only: one length for queries and keys, and causal only if declared."""
     if q.size(-2) != k.size(-2):
         raise ValueError(
-            f"attention variant {core.name!r} needs queries and keys of one length (self-attention), got {q.size(-2)} and {k.size(-2)}"
+            f"attention variant {core.name!r} needs queries and keys of one length (self-attention), "
+            f"got {q.size(-2)} and {k.size(-2)}"
         )
     if causal and CAUSAL not in core.capabilities:
         raise ValueError(f"attention variant {core.name!r} has no causal mode")

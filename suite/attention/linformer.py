@@ -35,7 +35,8 @@ class LinformerAttention(AttentionCore):
         super().__init__(dropout, **sizes)
         if self.max_len is None:
             raise ValueError(
-                f"attention variant {self.name!r} needs a fixed max_len at build time; the task sets model.backbone.max_len (got none)"
+                f"attention variant {self.name!r} needs a fixed max_len at build time; the task sets "
+                "model.backbone.max_len (got none)"
             )
         self.max_len = positive_int(self.max_len, "max_len", self.name)
         self.proj_len = positive_int(proj_len, "proj_len", self.name)
@@ -47,8 +48,9 @@ class LinformerAttention(AttentionCore):
         saved = state_dict.get(prefix + "e")
         if saved is not None and saved.size(1) != self.max_len:
             raise ValueError(
-                f"attention variant {self.name!r} was trained for max_len={saved.size(1)} and is built here for max_len={self.max_len}: "
-                "its projections fix the length; compose the run with the training run's task length"
+                f"attention variant {self.name!r} was trained for max_len={saved.size(1)} and is built "
+                f"here for max_len={self.max_len}: its projections fix the length; compose the run "
+                "with the training run's task length"
             )
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 

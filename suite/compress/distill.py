@@ -1,4 +1,4 @@
-"""Knowledge distillation (Hinton et al. 2015): a student trained on the teacher's temperature-softened outputs and the labels.
+"""Knowledge distillation (Hinton et al. 2015): a student trained on the teacher's softened outputs and the labels.
 
 The loss lives in a task wrapper (``DistillationTask``), never in the model: the student is
 trained by the ordinary trainer on ``mix * CE(student, labels) + (1 - mix) * T^2 * KL(teacher_T || student_T)``,
@@ -89,8 +89,9 @@ class Distillation(Method):
             logits.dim() != 2 or example.targets.shape != logits.shape[:1]
         ):  # one class per input: what the loss above compares
             raise ValueError(
-                f"compress={self.name} distils classifiers (logits (B, C), one class per input); task {context.task.name!r} gives "
-                f"outputs {tuple(logits.shape)} for targets {tuple(example.targets.shape)} (sequence-to-sequence tasks: compress=distill_sequence)"
+                f"compress={self.name} distils classifiers (logits (B, C), one class per input); "
+                f"task {context.task.name!r} gives outputs {tuple(logits.shape)} for targets "
+                f"{tuple(example.targets.shape)} (sequence-to-sequence tasks: compress=distill_sequence)"
             )
         return context.build_model()
 

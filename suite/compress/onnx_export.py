@@ -121,13 +121,14 @@ class OnnxRuntime(Method):
         if any(isinstance(m, RecurrentEncoder) for m in model.modules()):
             raise ValueError(
                 f"compress=onnx (precision {self.precision}): the recurrent backbone runs packed sequences "
-                "(pack_padded_sequence), which torch's ONNX export cannot express; export applies to the attention models"
+                "(pack_padded_sequence), which torch's ONNX export cannot express; export "
+                "applies to the attention models"
             )
         if isinstance(model, Seq2Seq):
             raise ValueError(
-                f"compress=onnx (precision {self.precision}): a sequence-to-sequence model's output comes from a search "
-                "that runs the decoder step by step with a cache; this export covers one-pass models (classifiers), not "
-                "an encoder plus a decoder step: use compress=dynamic_int8 for translation"
+                f"compress=onnx (precision {self.precision}): a sequence-to-sequence model's output comes from "
+                "a search that runs the decoder step by step with a cache; this export covers one-pass models "
+                "(classifiers), not an encoder plus a decoder step: use compress=dynamic_int8 for translation"
             )
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:
@@ -140,7 +141,8 @@ class OnnxRuntime(Method):
             export(model, context.example, fp32)
         except Exception as err:  # noqa: BLE001 - the exporter's errors are many and long: name the setting, keep the cause
             raise ValueError(
-                f"compress=onnx: torch's ONNX export cannot express this model ({type(err).__name__}: {str(err).splitlines()[0][:300]})"
+                f"compress=onnx: torch's ONNX export cannot express this model ({type(err).__name__}: "
+                f"{str(err).splitlines()[0][:300]})"
             ) from err
         path = fp32
         if self.precision == "int8":
@@ -148,8 +150,9 @@ class OnnxRuntime(Method):
 
             path = context.directory / "model.int8.onnx"
             with quiet():  # ONNX Runtime's quantizer logs every tensor at INFO on the root logger
-                # 7-bit weights where the CPU has no int8 dot product: its u8 x s8 pair sums saturate at 16 bits (an AVX2
-                # EPYC's int8 logits were 0.17 off fp32 on a tiny model with 8 bits, within the test's 5 % with 7), as ONNX Runtime advises.
+                # 7-bit weights where the CPU has no int8 dot product: its u8 x s8 pair sums saturate at 16 bits (an
+                # AVX2 EPYC's int8 logits were 0.17 off fp32 on a tiny model with 8 bits, within the test's 5 % with 7),
+                # as ONNX Runtime advises.
                 quantize_dynamic(str(fp32), str(path), weight_type=QuantType.QInt8, reduce_range=self.reduce_range)
             fp32.unlink()  # the artefact is the int8 graph alone
         return OnnxModel(path, torch.get_num_threads())

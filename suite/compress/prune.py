@@ -170,7 +170,8 @@ class MagnitudePruning(Method):
                 not self.reached_in_fine_tune
             ):  # the fine-tuning stopped before the ramp's end (a time budget): cut the rest at once
                 log.warning(
-                    "the gradual schedule stopped at sparsity %.3f before its target %.3f: the rest is pruned without fine-tuning",
+                    "the gradual schedule stopped at sparsity %.3f before its target %.3f: the "
+                    "rest is pruned without fine-tuning",
                     masked / masks.numel(),
                     self.sparsity,
                 )

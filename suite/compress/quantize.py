@@ -74,7 +74,8 @@ class DynamicInt8(Method):
             raise ValueError(f"compress.layers takes some of {sorted(LAYERS)}, got {list(layers)}")
         if backend == "torchao" and set(layers) != {"linear"}:
             raise ValueError(
-                f"compress.backend=torchao quantizes Linear layers only: set compress.layers=[linear] (got {list(layers)})"
+                "compress.backend=torchao quantizes Linear layers only: set compress.layers=[linear] "
+                f"(got {list(layers)})"
             )
         self.backend, self.layers = backend, list(layers)
 
@@ -117,7 +118,8 @@ class Bf16Weights(Method):
         if any(isinstance(m, nn.LSTM) for m in model.modules()) and not numerics.cpu_bf16_lstm():
             raise ValueError(
                 f"compress={self.name}: this CPU has no bf16 LSTM kernel (oneDNN needs AVX-512 BF16 or AMX; torch runs "
-                f"{torch.backends.cpu.get_cpu_capability()} here), so an LSTM's bf16 weights cannot run; use compress=dynamic_int8"
+                f"{torch.backends.cpu.get_cpu_capability()} here), so an LSTM's bf16 weights cannot "
+                "run; use compress=dynamic_int8"
             )
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:

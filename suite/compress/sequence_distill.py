@@ -1,4 +1,4 @@
-"""Sequence-level knowledge distillation (Kim and Rush 2016): the student learns the teacher's outputs instead of the references.
+"""Sequence-level distillation (Kim and Rush 2016): the student learns the teacher's outputs instead of the references.
 
 Before the student's training starts, the teacher decodes every training source once with the
 task's search (the test search, beam search by default); its outputs are kept by example index.
@@ -75,12 +75,14 @@ class SequenceDistillation(Method):
     def compress(self, model: nn.Module, context: Context) -> nn.Module:
         if not isinstance(context.task, Decodes):
             raise ValueError(
-                f"compress={self.name} distils sequence-to-sequence tasks (translation, summarization); task {context.task.name!r} "
-                f"does not decode its inputs into targets (classifiers: compress=distill_transformer or distill_lstm)"
+                f"compress={self.name} distils sequence-to-sequence tasks (translation, summarization); "
+                f"task {context.task.name!r} does not decode its inputs into targets (classifiers: "
+                "compress=distill_transformer or distill_lstm)"
             )
         if context.build_model is None:
             raise ValueError(
-                f"compress={self.name} needs a student: a compress.student model config (conf/compress/distill_sequence.yaml)"
+                f"compress={self.name} needs a student: a compress.student model config "
+                "(conf/compress/distill_sequence.yaml)"
             )
         return context.build_model()
 

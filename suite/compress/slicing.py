@@ -1,5 +1,5 @@
-"""Physically smaller layers: a Linear keeping some of its outputs or inputs, an attention layer keeping some heads, a feed-forward
-keeping some neurons, a recurrent encoder keeping some hidden units.
+"""Physically smaller layers: a Linear keeping some of its outputs or inputs, an attention layer keeping some heads, a
+feed-forward keeping some neurons, a recurrent encoder keeping some hidden units.
 
 The kept rows and columns are copied, so for an input whose removed parts contribute nothing
 (a head whose output projection is zero) the smaller layer computes exactly what the larger did.

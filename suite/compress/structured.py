@@ -1,4 +1,4 @@
-"""Structured pruning of a Transformer encoder: attention heads and feed-forward neurons ranked by importance and physically removed.
+"""Structured pruning of a Transformer encoder: heads and feed-forward neurons ranked by importance, physically removed.
 
 Heads are ranked together across layers by their importance (``suite.compress.importance``),
 normalised per layer as Michel et al. (2019) do, and the least important ``heads`` fraction is
@@ -93,7 +93,8 @@ class StructuredPruning(Method):
         }
         if self.heads and cores:
             raise ValueError(
-                f"compress.heads={self.heads}: attention variant(s) {sorted(cores)} may hold per-head state; head removal supports full attention"
+                f"compress.heads={self.heads}: attention variant(s) {sorted(cores)} may hold per-head state; "
+                "head removal supports full attention"
             )
 
     def compress(self, model: nn.Module, context: Context) -> nn.Module:

@@ -1,4 +1,4 @@
-"""Structured pruning of a recurrent encoder: hidden units ranked by importance and physically removed, then fine-tuning.
+"""Structured pruning of a recurrent encoder: units ranked by importance and physically removed, then fine-tuning.
 
 A unit's importance is |sum h dL/dh| of its output over training batches (a gate on the
 encoder's output, ``suite.compress.importance``); its pull on the other units through the

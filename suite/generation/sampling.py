@@ -47,7 +47,8 @@ class Sampling:
             raise ValueError(f"sampling strategy must be one of {STRATEGIES}, got {self.strategy!r}")
         if self.strategy == "sample" and not self.temperature > 0:
             raise ValueError(
-                f"sampling needs a temperature > 0, got {self.temperature} (strategy=greedy picks the most likely token)"
+                f"sampling needs a temperature > 0, got {self.temperature} (strategy=greedy "
+                "picks the most likely token)"
             )
         if self.top_k is not None and (
             isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1
@@ -108,12 +109,14 @@ def fit_to_context(
     room = context - max_new_tokens
     if room < keep_first + 1:
         raise ValueError(
-            f"{max_new_tokens} new tokens leave no room for a prompt in the model's context of {context} tokens: ask for at most {context - keep_first - 1}"
+            f"{max_new_tokens} new tokens leave no room for a prompt in the model's context of {context} tokens: ask "
+            f"for at most {context - keep_first - 1}"
         )
     dropped = max(0, len(ids) - room)
     if dropped:
         log.warning(
-            "the prompt (%d tokens) and %d new tokens exceed the model's context of %d: its first %d tokens are dropped",
+            "the prompt (%d tokens) and %d new tokens exceed the model's context of %d: "
+            "its first %d tokens are dropped",
             len(ids),
             max_new_tokens,
             context,
@@ -149,7 +152,8 @@ def generate(
         raise ValueError(f"the prompt must be a (batch, length >= 1) tensor of ids, got shape {tuple(prompt.shape)}")
     if model.context is not None and prompt.size(1) + max_new_tokens > model.context:
         raise ValueError(
-            f"a prompt of {prompt.size(1)} tokens and {max_new_tokens} new ones would run past the model's context of {model.context} tokens (fit_to_context cuts the prompt)"
+            f"a prompt of {prompt.size(1)} tokens and {max_new_tokens} new ones would run past the model's context of "
+            f"{model.context} tokens (fit_to_context cuts the prompt)"
         )
     text, state = prompt, {}
     ended = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)

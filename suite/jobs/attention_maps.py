@@ -44,7 +44,8 @@ def attention_maps_job(
     task, model = prepared.task, prepared.model
     if not isinstance(task, ShowsAttention):
         raise ValueError(
-            f"task {task.name!r} cannot show its examples (suite.types.ShowsAttention): attention maps need a task of tokens"
+            f"task {task.name!r} cannot show its examples (suite.types.ShowsAttention): "
+            "attention maps need a task of tokens"
         )
     if not any(isinstance(m, MultiHeadAttention) for m in model.modules()):
         raise ValueError(f"model {cfg.model.name!r} has no attention layers to draw (a recurrent model?)")
@@ -57,7 +58,10 @@ def attention_maps_job(
     with torch.no_grad():  # readable may decode (a translation's output); read runs the example itself
         shown = task.readable(model, batch.to(device))
     maps = read(model, shown)
-    title = f"{task.name}/{task.dataset} {split} example {example}, {cfg.model.name} ({(cfg.model.get('attention') or {}).get('_target_', '').rpartition('.')[2]})"
+    title = (
+        f"{task.name}/{task.dataset} {split} example {example}, {cfg.model.name} "
+        f"({(cfg.model.get('attention') or {}).get('_target_', '').rpartition('.')[2]})"
+    )
     paths = draw(maps, shown, run_dir, title)
     return {
         **prepared.ok_fields(),

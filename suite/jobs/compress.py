@@ -153,9 +153,9 @@ def measured(
 def no_checkpoint(cfg: DictConfig) -> str:
     """What to do when job=compress has no weights to compress: the setting, and the command that trains them."""
     return (
-        f"job=compress needs trained weights: set job.checkpoint=<run dir>/checkpoints/best.pt. Train them first with the same "
-        f"task and model, e.g. python -m suite.run task={cfg.task.name} model={cfg.model.name} hydra.run.dir=runs/teacher "
-        f"(then job.checkpoint=runs/teacher/checkpoints/best.pt)"
+        "job=compress needs trained weights: set job.checkpoint=<run dir>/checkpoints/best.pt. Train them first "
+        f"with the same task and model, e.g. python -m suite.run task={cfg.task.name} model={cfg.model.name} "
+        "hydra.run.dir=runs/teacher (then job.checkpoint=runs/teacher/checkpoints/best.pt)"
     )
 
 

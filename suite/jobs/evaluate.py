@@ -26,7 +26,8 @@ def load_weights(model: torch.nn.Module, checkpoint: str | Path, device: torch.d
         model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
     except RuntimeError as err:
         raise ValueError(
-            f"checkpoint {path} does not fit this model: compose it with the task, model and vocabulary overrides of the run that trained it ({err})"
+            f"checkpoint {path} does not fit this model: compose it with the task, model and vocabulary overrides "
+            f"of the run that trained it ({err})"
         ) from err
 
 

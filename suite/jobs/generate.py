@@ -42,7 +42,8 @@ def command_line_prompts(task: LanguageTask, prompts: str | list[str]) -> list[d
     for i, text in enumerate(texts):
         if not str(text).strip():
             raise ValueError(
-                f"prompt {i} is empty: give some text to continue (job.prompts=null continues test-set prefixes instead)"
+                f"prompt {i} is empty: give some text to continue (job.prompts=null continues "
+                "test-set prefixes instead)"
             )
     return [{"source": "command line", "ids": task.encode(str(text)), "reference": None} for text in texts]
 

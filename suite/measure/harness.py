@@ -24,7 +24,7 @@ from suite.runtime import numerics
 from suite.runtime.device import sync
 from suite.runtime.failures import PointTimeout
 from suite.training.step import Update, optimizer_step
-from suite.types import Batch, Generates, inference
+from suite.types import Batch, Generates, Infers, inference
 
 Generate = Callable[[bool], list[list[int]]]  # cache on or off -> the generated ids of every sequence
 
@@ -118,6 +118,52 @@ def inferring(
     return run
 
 
+AFFINE_FROM = 64  # a recurrent classifier's FLOPs are counted at 64 and 128 positions and extended to its length
+
+
+def prefix(batch: Batch, length: int) -> Batch:
+    """The batch's first ``length`` positions of a classification batch (one target per example)."""
+    return replace(
+        batch,
+        inputs=batch.inputs[:, :length],
+        pad_mask=None if batch.pad_mask is None else batch.pad_mask[:, :length],
+        n_tokens=batch.n_items * length,
+    )
+
+
+def counted_flops(
+    model: torch.nn.Module, task: Any, batch: Batch, update: Update, device: torch.device
+) -> tuple[int, int]:
+    """FLOPs of one training step and one inference pass on ``batch``, counted in fp32.
+
+    The same arithmetic in either precision, so counted in fp32: under bf16 autocast the counter's dispatch reaches
+    kernels (oneDNN's bf16 LSTM) that refuse it. A recurrent classifier on an unpadded batch does the same work at
+    every position (the cell's matrices) and once a sequence (the head): its count is affine in the length, so past
+    ``2 * AFFINE_FROM`` positions it is counted at ``AFFINE_FROM`` and twice that and extended, exactly, in integers.
+    On a CPU torch runs the GRU and the plain RNN cell by cell, and counting every cell's operators at length 4096
+    costs a minute of Python dispatch a point; ``tests/test_measure.py`` checks the extension against the direct
+    count for every cell.
+    """
+
+    def direct(b: Batch) -> tuple[int, int]:
+        train = count_flops(training_step(model, task, b, update, "fp32", device))
+        infer = count_flops(inferring(model, lambda: inference(task, model, b), "fp32", device))
+        return train, infer
+
+    length = batch.inputs.shape[1] if batch.inputs.dim() == 2 else 0
+    affine = (
+        numerics.family(model) == "recurrent"
+        and not isinstance(task, Infers)  # a classifier: model(inputs, pad_mask), one target per example
+        and batch.targets.dim() == 1
+        and (batch.pad_mask is None or not bool(batch.pad_mask.any()))  # padding would make the work data-dependent
+        and length > 2 * AFFINE_FROM
+    )
+    if not affine:
+        return direct(batch)
+    short, double = direct(prefix(batch, AFFINE_FROM)), direct(prefix(batch, 2 * AFFINE_FROM))
+    return tuple(a + (b - a) * (length - AFFINE_FROM) // AFFINE_FROM for a, b in zip(short, double))  # type: ignore[return-value]
+
+
 def measure_model(
     model: torch.nn.Module,
     task: Any,
@@ -151,7 +197,8 @@ def measure_model(
         )
     if predicted > time_budget_s:
         raise PointTimeout(
-            f"first training step took {first:.1f}s; the point would need ~{predicted:.0f}s > budget {time_budget_s:.0f}s"
+            f"first training step took {first:.1f}s; the point would need ~{predicted:.0f}s "
+            f"> budget {time_budget_s:.0f}s"
         )
     times = time_calls(
         {"train": train_step, "infer": infer(), "latency": infer(head(batch, 1))},
@@ -161,6 +208,8 @@ def measure_model(
         min_seconds=min_time_s,
     )
     tokens = batch.n_tokens
+    memory_train, memory_infer = peak_memory(train_step, device), peak_memory(infer(), device)
+    flops_train, flops_infer = counted_flops(model, task, batch, update, device)
     figures = {
         "train_tokens_per_s": tokens / times["train"].median,
         "train_items_per_s": batch.n_items / times["train"].median,
@@ -173,12 +222,10 @@ def measure_model(
         "latency_ms": times["latency"].median * 1e3,
         "latency_iqr_ms": times["latency"].spread * 1e3,
         "ms_per_token_train": times["train"].median * 1e3 / tokens,
-        "peak_mem_train_bytes": float(peak_memory(train_step, device)),
-        "peak_mem_infer_bytes": float(peak_memory(infer(), device)),
-        # The same arithmetic in either precision, counted in fp32: under bf16 autocast the counter's
-        # dispatch reaches kernels (oneDNN's bf16 LSTM) that refuse it.
-        "flops_train_step": float(count_flops(training_step(model, task, batch, update, "fp32", device))),
-        "flops_infer": float(count_flops(infer(autocast="fp32"))),
+        "peak_mem_train_bytes": float(memory_train),
+        "peak_mem_infer_bytes": float(memory_infer),
+        "flops_train_step": float(flops_train),  # counted in fp32: counted_flops
+        "flops_infer": float(flops_infer),
         "batch_size": float(batch.n_items),
         "timed_rounds": float(len(times["train"].samples)),
         "tokens": float(tokens),

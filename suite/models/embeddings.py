@@ -28,7 +28,8 @@ class TokenEmbedding(nn.Module):
         self.factor = math.sqrt(d_model) if scale else 1.0
 
     def forward(self, ids: Tensor) -> Tensor:
-        # contiguous: a target shifted by slicing is a strided view, which int8 embedding tables (torch's quantized lookup) refuse
+        # contiguous: a target shifted by slicing is a strided view, which int8 embedding tables (torch's quantized
+        # lookup) refuse
         return self.embed(ids.contiguous()) * self.factor  # (B, L, D)
 
 

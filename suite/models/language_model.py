@@ -92,12 +92,14 @@ def build_language_model(
     node = model_cfg.backbone
     if node.get("bidirectional"):
         raise ValueError(
-            f"model {model_cfg.name!r} reads the sequence both ways: a language model must not see the token it predicts (use lstm, gru or rnn)"
+            f"model {model_cfg.name!r} reads the sequence both ways: a language model must not see the token "
+            "it predicts (use lstm, gru or rnn)"
         )
     backbone = build_sized(node, context, causal=True)
     if not isinstance(backbone, CausalBackbone) or getattr(backbone, "causal", True) is not True:
         raise ValueError(
-            f"model {model_cfg.name!r} has no causal form for a language model (its backbone {node._target_} takes no causal=true)"
+            f"model {model_cfg.name!r} has no causal form for a language model (its backbone "
+            f"{node._target_} takes no causal=true)"
         )
     d = model_cfg.d_model
     embed = TokenEmbedding(vocab_size, d, padding_idx=pad_id)

@@ -111,7 +111,8 @@ class RecurrentEncoder(nn.Module):
             return self.proj(out)
         if not padded_at_end(pad_mask):  # packing, too, takes a row's real positions to be its first ones
             raise ValueError(
-                "RecurrentEncoder: padding must follow each row's real positions (right padding), as the suite's collators make it"
+                "RecurrentEncoder: padding must follow each row's real positions (right padding), "
+                "as the suite's collators make it"
             )
         keep = (~pad_mask)[..., None]
         if not self.bidirectional:

@@ -126,7 +126,8 @@ def build_seq2seq(
     """
     if model_cfg.get("decoder") is None:
         raise ValueError(
-            f"model {model_cfg.get('name')!r} has no decoder: sequence-to-sequence tasks need one (e.g. model=transformer, lstm, gru)"
+            f"model {model_cfg.get('name')!r} has no decoder: sequence-to-sequence tasks need one "
+            "(e.g. model=transformer, lstm, gru)"
         )
     if shared_vocab and src_vocab != tgt_vocab:
         raise ValueError(f"a shared vocabulary needs equal sizes, got {src_vocab} and {tgt_vocab}")

@@ -81,3 +81,12 @@ class Dropout(nn.Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
+
+
+def with_torch_dropout(model: nn.Module) -> nn.Module:
+    """``model`` with every ``suite.nn.Dropout`` replaced by a ``torch.nn.Dropout`` of the same p (in place)."""
+    for parent in list(model.modules()):
+        for name, child in parent.named_children():
+            if isinstance(child, Dropout):
+                setattr(parent, name, nn.Dropout(child.p))
+    return model

@@ -373,24 +373,28 @@ def html_table(rows: list[dict[str, str]]) -> str:
 
 
 INTRO = {
-    "results at a glance": "Each model's primary test metric (mean ± std over seeds; the best in bold), and the attention model's training "
-    "throughput over the recurrent one's in the same runs.",
-    "speed": "One row per point: real (non-pad) tokens per second, the median of timed calls (IQR beside the step time), "
-    "peak memory per call, FLOPs from torch's counter, MFU against the matmul peak of the point's precision.",
-    "gradient flow": "The norm of the loss gradient at distance d from the output, relative to distance 0, at initialisation.",
-    "attention speed": "LRA Table 2's form: training tokens/s and peak training memory of each model relative to full attention "
-    "(the fused SDPA kernel) at the same length; full attention's row holds its own figures. Crossover: the shortest "
-    "measured length from which on the variant trains faster than SDPA (≤: already at the shortest measured). "
-    "Then its own tokens/s at the longest length over the shortest, and its memory at 16K over 4K (4x: linear).",
-    "lra": "An LRA of our own (experiment=lra): test accuracy % of every attention variant, one model size and one step budget, "
-    "a column per task and length (Text: BBC News bytes; Image: Fashion-MNIST pixels; Recall: the key at the end, "
-    "beyond every window; chance 12.5%). Under a variant LRA measured, its published Table 1 figures (Tay et al. 2021: "
-    "other data, lengths, models and budgets) stand where a task corresponds: a reference, not a like-for-like comparison.",
-    "compression": "One row per compressed model (job=compress): its test metric beside the uncompressed weights', the artefact's size, "
-    "and latency (batch 1) and throughput as ratios to the uncompressed model timed interleaved in the same job.",
-    "language models": "One row per language model scored on test: perplexity per token and bits per byte (comparable across "
-    "tokenizers), the steps and training time it had, and, where its context curve was measured (job=context_use), "
-    "the context beyond which its perplexity stops improving by 1 %.",
+    "results at a glance": "Each model's primary test metric (mean ± std over seeds; the best in bold), and the "
+    "attention model's training throughput over the recurrent one's in the same runs.",
+    "speed": "One row per point: real (non-pad) tokens per second, the median of timed calls (IQR beside the step "
+    "time), peak memory per call, FLOPs from torch's counter, MFU against the matmul peak of the point's precision.",
+    "gradient flow": "The norm of the loss gradient at distance d from the output, relative "
+    "to distance 0, at initialisation.",
+    "attention speed": "LRA Table 2's form: training tokens/s and peak training memory of each model relative "
+    "to full attention (the fused SDPA kernel) at the same length; full attention's row holds its own figures. "
+    "Crossover: the shortest measured length from which on the variant trains faster than SDPA (≤: already "
+    "at the shortest measured). Then its own tokens/s at the longest length over the shortest, and its "
+    "memory at 16K over 4K (4x: linear).",
+    "lra": "An LRA of our own (experiment=lra): test accuracy % of every attention variant, one model size and "
+    "one step budget, a column per task and length (Text: BBC News bytes; Image: Fashion-MNIST pixels; Recall: "
+    "the key at the end, beyond every window; chance 12.5%). Under a variant LRA measured, its published "
+    "Table 1 figures (Tay et al. 2021: other data, lengths, models and budgets) stand where a task corresponds: "
+    "a reference, not a like-for-like comparison.",
+    "compression": "One row per compressed model (job=compress): its test metric beside the uncompressed "
+    "weights', the artefact's size, and latency (batch 1) and throughput as ratios to the uncompressed model "
+    "timed interleaved in the same job.",
+    "language models": "One row per language model scored on test: perplexity per token and bits per byte "
+    "(comparable across tokenizers), the steps and training time it had, and, where its context curve was measured "
+    "(job=context_use), the context beyond which its perplexity stops improving by 1 %.",
 }
 
 
@@ -406,7 +410,8 @@ def index_html(name: str, sections: dict[str, list[dict[str, str]]], figures: li
     parts = [
         f"<!doctype html><meta charset='utf-8'><title>{html.escape(name)}</title>",
         "<style>body{font-family:sans-serif;max-width:1400px;margin:auto;line-height:1.4}table{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f3f3f3}img{max-width:100%}.note{color:#555;font-size:13px}</style>",
+        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f3f3f3}img{max-width:100%}"
+        ".note{color:#555;font-size:13px}</style>",
         f"<h1>Benchmark report: {html.escape(name)}</h1><p class='note'>{html.escape(machine)}</p>",
     ]
     for title, rows in sections.items():
@@ -455,8 +460,8 @@ def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[
     commits = sorted({r.git_commit[:7] for r in records if r.git_commit})
     machine = (
         f"measured on: {', '.join(devices)}; {platform.platform()}; {len(records)} runs; "
-        f"denormals flushed: {', '.join(flushed) or 'not recorded'}; precision: {', '.join(precisions) or 'fp32 (not recorded)'}; "
-        f"commit: {', '.join(commits) or 'not recorded'}"
+        f"denormals flushed: {', '.join(flushed) or 'not recorded'}; precision: "
+        f"{', '.join(precisions) or 'fp32 (not recorded)'}; commit: {', '.join(commits) or 'not recorded'}"
     )
     (out_dir / "machine.txt").write_text(machine + "\n")
     sections = {

@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     lines, mismatches = compare(pairs)
     print("\n".join(lines))
     print(
-        f"{len(lines) - mismatches} of {len(lines)} runs give identical test metrics and status in the same precision on the same CPU kind"
+        f"{len(lines) - mismatches} of {len(lines)} runs give identical test metrics and status in the "
+        "same precision on the same CPU kind"
     )
     if other := sorted({d for _, ra, rb in pairs if rb is not None for d in setting_differences(ra, rb)}):
         print(

@@ -235,7 +235,8 @@ def gradient_flow(records: list[ResultRecord], out: Path) -> Path | None:
     ax.set_xlabel("distance from the output (positions)")
     ax.set_ylabel("||dL/dx_t|| relative to distance 0")
     ax.set_title(
-        "gradient reaching each input position, at initialisation\n(the floor at 1e-30 marks exact zeros: float32 underflow)",
+        "gradient reaching each input position, at initialisation\n(the floor at 1e-30 marks "
+        "exact zeros: float32 underflow)",
         fontsize=10,
     )
     ax.grid(True, which="both", alpha=0.3)
@@ -340,8 +341,8 @@ def frontier(records: list[ResultRecord], x_key: str, x_label: str, out: Path, s
     fig.text(
         0.01,
         0.01,
-        "stars: the uncompressed weights (median over the jobs that timed them beside a compressed model, interleaved)\n"
-        "points of different jobs were timed at different moments",
+        "stars: the uncompressed weights (median over the jobs that timed them beside a compressed model, "
+        "interleaved)\npoints of different jobs were timed at different moments",
         fontsize=7,
     )
     return save(fig, out)

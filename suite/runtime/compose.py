@@ -1,4 +1,4 @@
-"""The run's configuration composed outside ``python -m suite.run`` (the command-line tools, the tests): one helper for all."""
+"""The run's configuration composed outside ``python -m suite.run`` (command-line tools, tests): one helper for all."""
 
 from __future__ import annotations
 

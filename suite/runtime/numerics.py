@@ -140,12 +140,14 @@ def choose(precision: str, device: torch.device, model: nn.Module | None = None)
     if device.type != "cpu" or not fast_bf16(device):
         return Choice(
             "fp32",
-            f"auto: no bf16 matrix units on {device.type} (cpu_bf16_unit={cpu_bf16_kind()}): bf16 autocast measured slower",
+            f"auto: no bf16 matrix units on {device.type} (cpu_bf16_unit={cpu_bf16_kind()}): "
+            "bf16 autocast measured slower",
         )
     if kind == "recurrent":
         return Choice(
             "fp32",
-            "auto: AMX CPU, recurrent cells: bf16 autocast measured slower for LSTM, GRU and RNN on an AMX Xeon (README, Precision)",
+            "auto: AMX CPU, recurrent cells: bf16 autocast measured slower for LSTM, GRU and RNN "
+            "on an AMX Xeon (README, Precision)",
         )
     return Choice(
         "bf16",

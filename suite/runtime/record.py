@@ -34,7 +34,8 @@ class ResultRecord:
     model: str
     seed: int
     job: str | None = (
-        None  # what the run did, by its conf/job name: train, speed, evaluate, compress, ... (None: ``job_of`` its config)
+        None  # what the run did, by its conf/job name: train, speed, evaluate, compress, ...
+        # (None: ``job_of`` its config)
     )
     seq_len: int | None = None
     params: int | None = None

@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     device = resolve_device(args.device)
     src = torch.randint(4, args.vocab, (args.batch, args.src_len), device=device)
     print(
-        f"greedy decoding, {args.tokens} tokens x batch {args.batch}, source length {args.src_len}, vocab {args.vocab}, "
-        f"{device} ({torch.get_num_threads()} threads); median of {args.repeats} runs"
+        f"greedy decoding, {args.tokens} tokens x batch {args.batch}, source length {args.src_len}, vocab "
+        f"{args.vocab}, {device} ({torch.get_num_threads()} threads); median of {args.repeats} runs"
     )
     print(f"{'model':<14}{'params':>10}{'cached tok/s':>15}{'uncached tok/s':>17}{'ratio':>8}")
     rows = []

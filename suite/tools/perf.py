@@ -24,7 +24,7 @@ from torch import nn
 
 from suite.measure.timing import time_calls
 from suite.models.transformer import Encoder
-from suite.nn import Dropout
+from suite.nn.dropout import with_torch_dropout
 from suite.runtime import numerics
 
 
@@ -38,15 +38,6 @@ def build_pair(
     layer.self_attn.dropout = 0.0  # torch's layer gives its attention the sublayer dropout; the configs give it none
     theirs = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
     return ours.to(device), theirs.to(device)
-
-
-def with_torch_dropout(model: nn.Module) -> nn.Module:
-    """``model`` with every ``suite.nn.Dropout`` replaced by a ``torch.nn.Dropout`` of the same p (in place)."""
-    for parent in list(model.modules()):
-        for name, child in parent.named_children():
-            if isinstance(child, Dropout):
-                setattr(parent, name, nn.Dropout(child.p))
-    return model
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -94,8 +85,9 @@ def main(argv: list[str] | None = None) -> None:
     probe = build_pair(args.d_model, args.layers, args.heads, args.d_ff, device)[0]
     precisions = list(dict.fromkeys(["fp32", numerics.resolve_precision(args.precision, device, probe)]))
     print(
-        f"device {device}, threads {torch.get_num_threads()}: batch {args.batch}, length {args.length}, d_model {args.d_model}, "
-        f"{args.layers} layers, {args.heads} heads, d_ff {args.d_ff}; median of {args.repeats} after {args.warmup} warm-up; "
+        f"device {device}, threads {torch.get_num_threads()}: batch {args.batch}, length {args.length}, "
+        f"d_model {args.d_model}, {args.layers} layers, {args.heads} heads, d_ff {args.d_ff}; "
+        f"median of {args.repeats} after {args.warmup} warm-up; "
         f"precision {args.precision} -> {precisions[-1]} ({numerics.choose(args.precision, device, probe).reason})"
     )
     for p in args.dropout:
@@ -116,7 +108,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{label:<24}{str(t['ours']):>24}{str(t['torch']):>24}{swapped:>24}{ratio:>18.3f}")
             print(
                 f"tokens/s in {precision}: training ours {tokens / train['ours'].median:,.0f}, "
-                f"torch {tokens / train['torch'].median:,.0f}; inference ours {tokens / inference['ours'].median:,.0f}, "
+                f"torch {tokens / train['torch'].median:,.0f}; "
+                f"inference ours {tokens / inference['ours'].median:,.0f}, "
                 f"torch {tokens / inference['torch'].median:,.0f}"
             )
 

@@ -91,19 +91,26 @@ def measure(
 
 def table(rows: list[Row]) -> str:
     """The rows as a markdown table."""
-    head = "| model | family | auto picks | train tok/s fp32 | train tok/s bf16 | bf16/fp32 | infer tok/s fp32 | infer tok/s bf16 | bf16/fp32 |"
+    head = (
+        "| model | family | auto picks | train tok/s fp32 | train tok/s bf16 | bf16/fp32 "
+        "| infer tok/s fp32 | infer tok/s bf16 | bf16/fp32 |"
+    )
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
         lines.append(
-            f"| {r.model} | {r.family} | {r.auto} | {fmt.rate(r.train['fp32'])} | {fmt.rate(r.train['bf16'])} | {r.ratio('train'):.2f}x "
-            f"| {fmt.rate(r.infer['fp32'])} | {fmt.rate(r.infer['bf16'])} | {r.ratio('infer'):.2f}x |"
+            f"| {r.model} | {r.family} | {r.auto} | {fmt.rate(r.train['fp32'])} | {fmt.rate(r.train['bf16'])} "
+            f"| {r.ratio('train'):.2f}x | {fmt.rate(r.infer['fp32'])} | {fmt.rate(r.infer['bf16'])} "
+            f"| {r.ratio('infer'):.2f}x |"
         )
     return "\n".join(lines)
 
 
 def peak_line(peak: Peak) -> str:
     rounds = ", ".join(f"{f / 1e9:.1f}" for f in peak.rounds)
-    return f"{peak.dtype} matmul peak ({peak.size}^2): {peak.flops / 1e9:.1f} GFLOP/s, the best of {len(peak.rounds)} rounds ({rounds}); spread {peak.spread:.1%}"
+    return (
+        f"{peak.dtype} matmul peak ({peak.size}^2): {peak.flops / 1e9:.1f} GFLOP/s, the best of {len(peak.rounds)} "
+        f"rounds ({rounds}); spread {peak.spread:.1%}"
+    )
 
 
 def main(argv: list[str] | None = None) -> list[Row]:
@@ -123,8 +130,9 @@ def main(argv: list[str] | None = None) -> list[Row]:
     device = torch.device(args.device)
     unit = numerics.cpu_bf16_kind() if device.type == "cpu" else "cuda"
     print(
-        f"{cpu_name() if device.type == 'cpu' else torch.cuda.get_device_name(device)}: {torch.backends.cpu.get_cpu_capability()}, "
-        f"bf16 unit {unit}; {torch.get_num_threads()} threads; length {args.length}, batch {args.batch}"
+        f"{cpu_name() if device.type == 'cpu' else torch.cuda.get_device_name(device)}: "
+        f"{torch.backends.cpu.get_cpu_capability()}, bf16 unit {unit}; {torch.get_num_threads()} threads; "
+        f"length {args.length}, batch {args.batch}"
         + (f"; overrides {' '.join(args.overrides)}" if args.overrides else "")
     )
     rows = [
@@ -135,10 +143,12 @@ def main(argv: list[str] | None = None) -> list[Row]:
     for r in rows:
         if r.contradicted():
             print(
-                f"note: precision=auto picks {r.auto} for {r.model}, but bf16 trained {r.ratio('train'):.2f}x the fp32 speed here"
+                f"note: precision=auto picks {r.auto} for {r.model}, but bf16 trained "
+                f"{r.ratio('train'):.2f}x the fp32 speed here"
             )
     if not args.no_peak:
-        # Without a bf16 unit every bf16 product is converted in software (about 1 GFLOP/s on an AVX2 EPYC): a smaller square says as much.
+        # Without a bf16 unit every bf16 product is converted in software (about 1 GFLOP/s on an AVX2 EPYC): a smaller
+        # square says as much.
         bf16_size = None if unit in ("amx", "avx512_bf16", "cuda") else 512
         print(peak_line(matmul_peak(device, dtype=torch.float32)))
         print(peak_line(matmul_peak(device, bf16_size, dtype=torch.bfloat16)))

@@ -21,6 +21,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from suite.measure.timing import time_calls
 from suite.runtime import numerics
+from suite.tools import recurrent_sizes
 
 
 def compare(cell: type[nn.RNNBase], layers: int, batch: int, length: int, width: int, repeats: int) -> dict[str, float]:
@@ -52,10 +53,7 @@ def compare(cell: type[nn.RNNBase], layers: int, batch: int, length: int, width:
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--length", type=int, default=256)
-    parser.add_argument("--width", type=int, default=128)
+    parser = recurrent_sizes(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     parser.add_argument("--layers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
@@ -71,7 +69,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
         for layers in args.layers:
             r = compare(cell, layers, args.batch, args.length, args.width, args.repeats)
             print(
-                f"| {name} | {layers} | {r['packed_ms']:.0f} | {r['fused_ms']:.0f} | {r['speedup']:.2f}x | {r['max_difference']:.1e} |"
+                f"| {name} | {layers} | {r['packed_ms']:.0f} | {r['fused_ms']:.0f} | {r['speedup']:.2f}x "
+                f"| {r['max_difference']:.1e} |"
             )
             rows.append({"cell": name, "layers": layers, **r})
     return rows

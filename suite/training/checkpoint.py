@@ -1,4 +1,4 @@
-"""What a resumed run needs besides its weights: the random states (python, numpy, torch, CUDA) and the data loaders' generators.
+"""What a resumed run needs besides its weights: random states (python, numpy, torch, CUDA) and the loaders' generators.
 
 Every state is kept as tensors, numbers, strings and tuples, so ``last.pt`` loads with
 ``torch.load(..., weights_only=True)``: resuming never unpickles code, whatever file it is given.
@@ -32,8 +32,8 @@ def read_last(path: Path, device: torch.device) -> dict[str, Any]:
         saved = torch.load(path, map_location=device, weights_only=True)
     except pickle.UnpicklingError as err:
         raise ValueError(
-            f"{path} holds more than tensors and plain values (a {LAST} of an older format of this suite, or not ours), "
-            f"so it is not loaded; start afresh with trainer.resume=never ({str(err).splitlines()[0]})"
+            f"{path} holds more than tensors and plain values (a {LAST} of an older format of this suite, or not "
+            f"ours), so it is not loaded; start afresh with trainer.resume=never ({str(err).splitlines()[0]})"
         ) from err
     if not isinstance(saved, dict) or saved.get("format") != FORMAT:
         found = saved.get("format") if isinstance(saved, dict) else None

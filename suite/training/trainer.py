@@ -58,7 +58,8 @@ def limited(batches: Iterable[Batch], limit: int | None) -> Iterator[Batch]:
 
 
 RESUME_MAY_CHANGE = ("progress", "log_every", "checkpoint_every_s", "resume", "time_budget_s", "eval_batch_size")
-"""Trainer settings a resumed run may change (they do not change what is computed); any other difference refuses the checkpoint."""
+"""Trainer settings a resumed run may change (they do not change what is computed); any other difference refuses the
+checkpoint."""
 
 
 @dataclass
@@ -489,7 +490,8 @@ class Trainer:
             current(saved["identity"]), identity
         ):  # current: paths from before the package move
             raise ValueError(
-                f"{path} was written by another configuration ({'; '.join(differences[:5])}); re-run with the overrides that wrote it, "
+                f"{path} was written by another configuration ({'; '.join(differences[:5])}); "
+                "re-run with the overrides that wrote it, "
                 "or start afresh with trainer.resume=never or another run directory"
             )
         try:
