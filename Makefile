@@ -113,8 +113,8 @@ BENCH_NEWS = experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range task=
 
 # make bench's speed lane: every point alone on its core, one thread. A training process on the
 # other core moved a point no more than two quiet runs differ (docs/benchmark.md), and each record
-# keeps the load it saw (speed.others_cpu_share). Then the shorter training jobs, the gradient probe
-# and Lead-1, balanced against the other lane by their measured times.
+# keeps the load it saw (speed.others_cpu_share). Then the shorter training jobs, the gradient probe,
+# Lead-1 and compression of the SST-2 Transformer, balanced against the other lane by their measured times.
 bench-speed-lane:
 	$(PAR) $(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_vs_length \
 	  task.seq_len=64,256,1024,4096 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120 job.max_len=4096
@@ -129,12 +129,12 @@ bench-speed-lane:
 	$(PAR) $(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_DIR)/gradient_flow
 	$(PAR) $(RUN) -m task=summarization model=lead hydra.sweep.dir=$(BENCH_DIR)/summarization \
 	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
+	$(bench_compression)
 
-# make bench's other lane: the language models, compression of the SST-2 Transformer just
-# trained, the attention variants' recall, translation and the longer news topics.
+# make bench's other lane: the language models, the attention variants' recall, translation and the
+# Transformer on the longer news topics.
 bench-side-lane:
 	$(PAR) $(RUN) -m experiment=lm_bench hydra.sweep.dir=$(BENCH_DIR)/lm trainer.max_steps=$(BENCH_LM_STEPS)
-	$(bench_compression)
 	$(bench_attention_recall)
 	$(PAR) $(RUN) -m $(BENCH_TRANSLATION) model=transformer,lstm
 	$(PAR) $(RUN) -m $(BENCH_NEWS) task.seq_len=256 trainer.max_steps=$(BENCH_NEWS_LONG_STEPS) model=transformer
