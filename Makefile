@@ -22,8 +22,8 @@ NAME ?= quick
 # kind it runs on (2 cores of an AVX2-only EPYC: docs/benchmark.md). Fixed steps, not time: every row
 # gives the same figure on every machine. Translation: steps of the quick recipe (which plans 700);
 # the language models: steps of 16 windows of 128 (lm_bench plans 400); BBC News topics at 256.
-BENCH_TRANSLATION_STEPS ?= 250
-BENCH_LM_STEPS ?= 200
+BENCH_TRANSLATION_STEPS ?= 200
+BENCH_LM_STEPS ?= 150
 BENCH_NEWS_LONG_STEPS ?= 100
 
 # Efficient attention in `make bench`: every variant's speed points at 1024 and 4096 beside full
@@ -62,9 +62,8 @@ help: ## List the commands
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	# torch and torchvision first, pinned: this pair lies on the machine's disk (no large download)
-	# --no-compile: Python compiles what a process imports when it first imports it, not all of torch's 5 GB here
-	$(VENV)/bin/pip install -q --no-compile torch==2.14.1 torchvision==0.29.1
-	$(VENV)/bin/pip install -q --no-compile -e '.[test,docs]'
+	$(VENV)/bin/pip install -q torch==2.14.1 torchvision==0.29.1
+	$(VENV)/bin/pip install -q -e '.[test,docs]'
 	touch $@
 
 install: $(STAMP) ## Create .venv with torch 2.14.1, torchvision 0.29.1 and the project
@@ -94,10 +93,9 @@ test-slow: data ## Run the slower checks (marker 'slow')
 
 bench: data ## The quick benchmark (its time per CPU kind: docs/benchmark.md): every task, speed and accuracy against length, attention variants, compression, language models; the report in results/quick/
 	@mkdir -p $(BENCH_DIR) && date +%s > $(BENCH_DIR)/.started
-	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB)
-	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks $(JOBLIB) task=image trainer.max_steps=1000
-	@# Then two lanes at once, one core each: the speed points (alone on their core) and then short
-	@# training jobs on one; the longer training jobs and scoring on the other.
+	@# Two lanes at once, one core and one thread each, balanced by the jobs' measured times: the speed
+	@# points (alone on their core) and then training jobs on one; the tasks, compression of their
+	@# SST-2 Transformer and the longer training jobs on the other.
 	$(MAKE) --no-print-directory -j2 bench-speed-lane bench-side-lane
 	$(PYTHON) -m suite.report $(BENCH_DIR) --name quick --wandb
 	@echo "make bench: the runs and the report took $$(( $$(date +%s) - $$(cat $(BENCH_DIR)/.started) )) s (after set-up)"
@@ -113,8 +111,8 @@ BENCH_NEWS = experiment=long_range hydra.sweep.dir=$(BENCH_DIR)/long_range task=
 
 # make bench's speed lane: every point alone on its core, one thread. A training process on the
 # other core moved a point no more than two quiet runs differ (docs/benchmark.md), and each record
-# keeps the load it saw (speed.others_cpu_share). Then the shorter training jobs, the gradient probe,
-# Lead-1 and compression of the SST-2 Transformer, balanced against the other lane by their measured times.
+# keeps the load it saw (speed.others_cpu_share). Then recall at 16-64, the shorter news topics, the
+# gradient probe, Lead-1, the attention variants' recall and the LSTM on translation.
 bench-speed-lane:
 	$(PAR) $(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_vs_length \
 	  task.seq_len=64,256,1024,4096 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120 job.max_len=4096
@@ -129,14 +127,18 @@ bench-speed-lane:
 	$(PAR) $(RUN) -m experiment=gradient_flow hydra.sweep.dir=$(BENCH_DIR)/gradient_flow
 	$(PAR) $(RUN) -m task=summarization model=lead hydra.sweep.dir=$(BENCH_DIR)/summarization \
 	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
-	$(bench_compression)
-
-# make bench's other lane: the language models, the attention variants' recall, translation and the
-# Transformer on the longer news topics.
-bench-side-lane:
-	$(PAR) $(RUN) -m experiment=lm_bench hydra.sweep.dir=$(BENCH_DIR)/lm trainer.max_steps=$(BENCH_LM_STEPS)
 	$(bench_attention_recall)
-	$(PAR) $(RUN) -m $(BENCH_TRANSLATION) model=transformer,lstm
+	$(PAR) $(RUN) -m $(BENCH_TRANSLATION) model=lstm
+
+# make bench's other lane: the classification tasks (their SST-2 Transformer is what compression
+# compresses, so it runs here, after them), the language models, the Transformer on translation
+# and on the longer news topics.
+bench-side-lane:
+	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks
+	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks task=image trainer.max_steps=1000
+	$(bench_compression)
+	$(PAR) $(RUN) -m experiment=lm_bench hydra.sweep.dir=$(BENCH_DIR)/lm trainer.max_steps=$(BENCH_LM_STEPS)
+	$(PAR) $(RUN) -m $(BENCH_TRANSLATION) model=transformer
 	$(PAR) $(RUN) -m $(BENCH_NEWS) task.seq_len=256 trainer.max_steps=$(BENCH_NEWS_LONG_STEPS) model=transformer
 
 bench-attention: data ## make bench's efficient-attention part alone: every variant's speed at 1024 and 4096, recall at 128 (key at the end)

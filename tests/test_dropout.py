@@ -207,3 +207,16 @@ def test_the_dropout_bench_prints_its_three_tables(capsys):
     assert "suite: 16-bit lanes" in out["masks"] and set(out["dropout fp32"]) == {"F.dropout", "suite"}
     printed = capsys.readouterr().out
     assert printed.count("x of nn.Dropout") == 6 and "1. a keep-mask" in printed
+
+
+def test_off_the_cpu_it_is_torchs_fused_dropout(monkeypatch):
+    """A tensor on another device (meta here, CUDA in use) goes to F.dropout; a CPU tensor never does."""
+    import importlib
+
+    module = importlib.import_module("suite.nn.dropout")  # suite.nn's attribute of that name is the function
+
+    calls = []
+    monkeypatch.setattr(module.F, "dropout", lambda x, p, training: calls.append(x.device.type) or x)
+    dropout(torch.empty(4, 4, device="meta"), 0.1)
+    dropout(torch.ones(4, 4), 0.1)
+    assert calls == ["meta"]
