@@ -5,7 +5,9 @@
 
 Per cell, timed interleaved in one process (forward + backward; median of the repeats):
 
-- ``torch.nn``: the raw cell (``nn.LSTM``/``nn.GRU``/``nn.RNN``, batch first) on the embedded batch;
+- ``torch.nn``: the raw cell (``nn.LSTM``/``nn.GRU``/``nn.RNN``, batch first) on the embedded batch, through
+  ``suite.models.rnn.run_cell`` (which runs an LSTM in fp32 under bf16 autocast on a CPU where torch has no bf16
+  LSTM kernel: torch's own call fails there);
 - ``encoder``: ``suite.models.rnn.RecurrentEncoder`` with the same weights on the same batch, right-padded
   (lengths 60-100 % of L, as the collators make them: the padding check and the zeroed outputs);
 - ``classifier``: the composed ``model=<cell>`` classifier (embedding, dropout, encoder, pooling, head) and the
@@ -27,7 +29,7 @@ from hydra.utils import instantiate
 from suite.jobs.prepare import prepare
 from suite.measure.harness import first_batch, trainer_update, training_step
 from suite.measure.timing import Timing, time_calls
-from suite.models.rnn import CELLS, RecurrentEncoder
+from suite.models.rnn import CELLS, RecurrentEncoder, run_cell
 from suite.runtime import numerics
 from suite.runtime.compose import composed
 from suite.tools import recurrent_sizes
@@ -73,7 +75,7 @@ def calls(cell: str, layers: int, batch: int, length: int, width: int, precision
         return task.loss(model, tokens)
 
     return {
-        "torch.nn": autocast(lambda: raw(x)[0]),
+        "torch.nn": autocast(lambda: run_cell(raw, x)[0]),
         "encoder": autocast(lambda: encoder(x, pad_mask)),
         "classifier": autocast(classifier),
         "training step": training_step(model, task, tokens, trainer_update(cfg, model), precision, cpu),
