@@ -12,9 +12,9 @@ RUN := $(PYTHON) -m suite.run
 BENCH_DIR ?= runs/bench-quick
 BENCH_FULL_DIR ?= runs/bench-full
 RUNS ?= $(BENCH_DIR)
-# Training sweeps of small models run two points at a time, one thread each (faster on 2 cores
-# than one point on two threads). Speed points run alone on one thread: on two threads of a 2-core
-# VM a point moves far more from one process to the next (docs/measurement.md).
+# Every bench job runs on one thread, two jobs at a time (faster on 2 cores than one job on two
+# threads). Speed points run alone on their core: on two threads of a 2-core VM a point moves far
+# more from one process to the next (docs/measurement.md).
 PAR := OMP_NUM_THREADS=1
 # Byte-compiled modules: the install compiles none of torch's 5 GB (--no-compile), and every command
 # here caches what it imports under .venv/pycache, so the first process compiles and the others read.
@@ -22,7 +22,6 @@ PAR := OMP_NUM_THREADS=1
 # again, 10-14 s a process.)
 export PYTHONDONTWRITEBYTECODE :=
 export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
-JOBLIB := hydra/launcher=joblib hydra.launcher.n_jobs=2
 NAME ?= quick
 # The quick benchmark's step budgets, sized so that `make bench` fits in 20 minutes on the slowest CPU
 # kind it runs on (2 cores of an AVX2-only EPYC: docs/benchmark.md). Fixed steps, not time: every row

@@ -56,10 +56,16 @@ class _MaskedScale(torch.autograd.Function):
         return (grad * mask).mul_(ctx.scale), None
 
 
-def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
-    """Inverted dropout of any shape; the identity when not training or p == 0 (``F.dropout``'s contract)."""
+def checked(p: float) -> float:
+    """``p``, refused unless it is a probability (``nn.Dropout``'s message)."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    return p
+
+
+def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
+    """Inverted dropout of any shape; the identity when not training or p == 0 (``F.dropout``'s contract)."""
+    checked(p)
     if not training or effective_p(p) == 0.0:
         return x
     if x.device.type != "cpu" or effective_p(p) == 1.0:
@@ -72,9 +78,7 @@ class Dropout(nn.Module):
 
     def __init__(self, p: float = 0.5) -> None:
         super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
+        self.p = checked(p)
 
     def forward(self, x: Tensor) -> Tensor:
         return dropout(x, self.p, self.training)
