@@ -18,8 +18,8 @@ RUNS ?= $(BENCH_DIR)
 PAR := OMP_NUM_THREADS=1
 # Byte-compiled modules: the install compiles none of torch's 5 GB (--no-compile), and every command
 # here caches what it imports under .venv/pycache, so the first process compiles and the others read.
-# (This machine sets PYTHONDONTWRITEBYTECODE=1: without the cache each process compiled its imports
-# again, 10-14 s a process.)
+# (An environment that sets PYTHONDONTWRITEBYTECODE=1 would otherwise have every process compile its
+# imports again.)
 export PYTHONDONTWRITEBYTECODE :=
 export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 NAME ?= quick
@@ -59,7 +59,7 @@ define bench_attention_recall
 	$(PAR) $(RUN) -m $(BENCH_RECALL) model/attention=$(BENCH_RECALL_OTHERS)
 endef
 
-.PHONY: help install data fashion-mnist test test-slow lint docs precision-check bench bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf gpu-check clean
+.PHONY: help install data fashion-mnist test test-slow lint docs precision-check bench bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf figures gpu-check clean
 
 help: ## List the commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -211,6 +211,25 @@ report: install ## Rebuild results/<NAME>/ from run directories: make report RUN
 
 perf: install ## Our encoder against torch.nn.TransformerEncoder: training-step and inference time, as ratios, in fp32 and in the precision `auto` picks
 	$(PYTHON) -m suite.tools.perf
+
+# The measuring tools' tables, as docs/measurement.md includes them: each tool's markdown output (its
+# first line names the machine, threads, torch and commit) kept under results/$(FIGURES)/. Written
+# to a .part file first, so a tool that fails leaves the last good table in place.
+FIGURES ?= tools
+define figure
+	@echo "python -m suite.tools.$(1) $(2) > results/$(FIGURES)/$(1).md"
+	$(PAR) $(PYTHON) -m suite.tools.$(1) $(2) > results/$(FIGURES)/$(1).md.part
+	@mv results/$(FIGURES)/$(1).md.part results/$(FIGURES)/$(1).md
+endef
+figures: install ## Run the measuring tools into results/$(FIGURES)/ (the tables the docs include): make figures FIGURES=tools_epyc_avx2
+	mkdir -p results/$(FIGURES)
+	$(call figure,precision_check,)
+	$(call figure,dropout_bench,)
+	$(call figure,op_profile,experiment=mfu_standard --batch 8)
+	$(call figure,step_options,experiment=mfu_standard --batch 8)
+	$(call figure,rnn_padding,)
+	$(call figure,rnn_overhead,)
+	$(call figure,perf,--batch 8)
 
 precision-check: install ## fp32 against bf16 autocast for every model family, side by side, one thread: does precision=auto pick the faster here?
 	$(PAR) $(PYTHON) -m suite.tools.precision_check

@@ -32,6 +32,9 @@ if TEST_DEVICE != "cpu":
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 TINY_MODEL = ["model.d_model=32", "++model.backbone.d_ff=64", "++model.backbone.n_layers=1"]
+# The tools' tests: recall at 32 positions with a few examples, and an encoder 16 wide.
+TINY_LONG_RANGE = ["task=long_range", "task.seq_len=32", "task.n_train=16", "task.n_val=8", "task.n_test=8"]
+TINY_ENCODER = ["model.d_model=16", "model.backbone.n_layers=1", "model.backbone.n_heads=2", "model.backbone.d_ff=32"]
 
 
 def compose_config(*overrides: str, tiny: bool = True) -> DictConfig:

@@ -201,12 +201,29 @@ def test_the_dropout_bench_prints_its_three_tables(capsys):
         "model=transformer",
     ]
     tiny += ["model.d_model=16", "model.backbone.n_layers=1", "model.backbone.n_heads=2", "model.backbone.d_ff=32"]
-    out = main([*tiny, "--batch", "2", "--shape", "64", "64", "--warmup", "0", "--repeats", "2"])
+    out = main(
+        [
+            *tiny,
+            "--batch",
+            "2",
+            "--shape",
+            "64",
+            "64",
+            "--warmup",
+            "0",
+            "--repeats",
+            "2",
+            "--step-precision",
+            "fp32",
+            "bf16",
+        ]
+    )
     assert set(out) == {"masks", "dropout fp32", "dropout bf16", "step fp32", "step bf16"}
     assert set(out["step bf16"]) == {"suite dropout", "nn.Dropout", "dropout 0"}
     assert "suite: 16-bit lanes" in out["masks"] and set(out["dropout fp32"]) == {"F.dropout", "suite"}
     printed = capsys.readouterr().out
-    assert printed.count("x of nn.Dropout") == 6 and "1. a keep-mask" in printed
+    assert printed.startswith("Measured on ") and "**1. a keep-mask**" in printed
+    assert printed.count("| of nn.Dropout |") == 2 and printed.count("| of F.dropout |") == 2  # markdown tables
 
 
 def test_off_the_cpu_it_is_torchs_fused_dropout(monkeypatch):
@@ -220,3 +237,14 @@ def test_off_the_cpu_it_is_torchs_fused_dropout(monkeypatch):
     dropout(torch.empty(4, 4, device="meta"), 0.1)
     dropout(torch.ones(4, 4), 0.1)
     assert calls == ["meta"]
+
+
+def test_the_dropout_bench_times_steps_in_the_precisions_the_cpu_runs(monkeypatch, capsys):
+    """By default table 3 is fp32, and bf16 only where the CPU has bf16 instructions (else it times emulation)."""
+    from suite.runtime import numerics
+    from suite.tools.dropout_bench import main
+
+    monkeypatch.setattr(numerics, "timed_precisions", lambda device: ["fp32"])  # an AVX2-only CPU
+    tiny = ["task=long_range", "task.seq_len=16", "task.n_train=8", "task.n_val=4", "task.n_test=4", "model=lstm"]
+    out = main([*tiny, "model.d_model=8", "--batch", "2", "--shape", "8", "8", "--warmup", "0", "--repeats", "2"])
+    assert [k for k in out if k.startswith("step")] == ["step fp32"]

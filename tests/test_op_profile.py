@@ -3,18 +3,9 @@
 import pytest
 
 from suite.tools.op_profile import main, profile_step
+from tests.conftest import TINY_ENCODER, TINY_LONG_RANGE
 
-TINY = [
-    "task=long_range",
-    "task.seq_len=32",
-    "task.n_train=16",
-    "task.n_val=8",
-    "task.n_test=8",
-    "model.d_model=16",
-    "model.backbone.n_layers=1",
-    "model.backbone.n_heads=2",
-    "model.backbone.d_ff=32",
-]
+TINY = [*TINY_LONG_RANGE, *TINY_ENCODER]
 
 
 def test_every_operator_of_the_step_is_timed_per_token_heaviest_first():
@@ -33,8 +24,11 @@ def test_every_operator_of_the_step_is_timed_per_token_heaviest_first():
 def test_the_command_line_prints_the_top_operators(capsys):
     ops = main(["model=lstm", *[o for o in TINY if "backbone" not in o], "--batch", "2", "--warmup", "0", "--top", "3"])
     out = capsys.readouterr().out
-    assert out.startswith("one training step in ") and len(out.strip().splitlines()) == 4
-    assert ops[0].name in out.splitlines()[1]
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("Measured on ") and "one training step in fp32" in lines[0]
+    table = [line for line in lines if line.startswith("|")]
+    assert table[0].startswith("| operator | ms | share |") and len(table) == 2 + 3  # a markdown table of the top 3
+    assert table[2].startswith(f"| {ops[0].name} |")
 
 
 def test_the_step_runs_in_the_precision_asked_and_with_the_configured_dropout():

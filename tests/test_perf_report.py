@@ -46,14 +46,18 @@ def test_perf_prints_ratios(capsys):
         ]
     )
     out = capsys.readouterr().out
-    assert "training step" in out and "inference" in out and "ratio ours/torch" in out
-    blocks = out.split("\ndropout ")[1:]
-    assert [b.splitlines()[0] for b in blocks] == ["0.0", "0.1"]  # at dropout 0 and at the config's dropout
+    assert out.startswith("Measured on ") and "ours / torch" in out
+    blocks = out.split("\n**dropout ")[1:]
+    assert [b.splitlines()[0] for b in blocks] == ["0.0**", "0.1**"]  # at dropout 0 and at the config's dropout
     for block in blocks:
-        assert "training step, fp32" in block and "training step, bf16" in block  # fp32 beside the forced bf16
-    swapped = lambda block: [line.split()[-2] for line in block.splitlines() if line.startswith("training step")]  # noqa: E731
-    assert set(swapped(blocks[0])) == {"-"}  # nothing to swap at dropout 0
-    assert all(cell != "-" for cell in swapped(blocks[1]))  # ours with torch's dropout, timed in the same run
+        rows = [line.split(" | ") for line in block.splitlines() if line.startswith("| training step")]
+        assert [r[0] for r in rows] == ["| training step, fp32", "| training step, bf16"]  # fp32 beside forced bf16
+        assert "| inference, fp32 |" in block and "| inference, bf16 |" in block
+        swapped = {r[3] for r in rows}  # the "ours, nn.Dropout" column
+        if block.startswith("0.0"):
+            assert swapped == {"-"}  # nothing to swap at dropout 0
+        else:
+            assert "-" not in swapped  # ours with torch's dropout, timed in the same run
 
 
 def test_report_aggregates_seeds_and_failures(tmp_path, capsys):

@@ -13,7 +13,7 @@ Three tables, every row of a table timed interleaved in one process (median, IQR
 3. the training step of the configured model (``suite.run``'s overrides; the step training takes:
    forward, backward, clip, AdamW, schedule) with the suite's dropout, with ``torch.nn.Dropout``
    swapped in (the same weights: the step as it was before the suite had its own), and with every
-   dropout at 0, in fp32 and in bf16 autocast (``--precision`` to pick one).
+   dropout at 0, in fp32 and in bf16 autocast where the CPU has bf16 instructions (``--step-precision``).
 """
 
 from __future__ import annotations
@@ -24,16 +24,14 @@ from typing import Callable
 
 import torch
 import torch.nn.functional as F
-from hydra.utils import instantiate
 from torch import nn
 
-from suite.jobs.prepare import prepare
-from suite.measure.harness import first_batch, trainer_update, training_step
+from suite.measure.harness import trainer_update, training_step
 from suite.measure.timing import Timing, time_calls
 from suite.nn import Dropout, dropout
 from suite.nn.dropout import keep_mask, with_torch_dropout
 from suite.runtime import numerics
-from suite.runtime.compose import composed
+from suite.tools import configured, measured_on, titled
 
 STANDARD = [
     "task=long_range",
@@ -77,25 +75,25 @@ def without_dropout(model: nn.Module) -> nn.Module:
 
 def model_steps(overrides: list[str], batch_size: int, precision: str) -> dict[str, Callable[[], None]]:
     """The configured model's training step with the suite's dropout, torch's, and none (the same weights)."""
-    cfg = composed(overrides)
-    device = torch.device("cpu")
-    task = instantiate(cfg.task)
-    model = prepare(cfg, device, task).model
-    batch = first_batch(task, batch_size, cfg.seed).to(device)
+    run, device = configured(overrides, batch_size, precision), torch.device("cpu")
+    model, task, batch = run.model, run.task, run.batch
     variants = {
         "suite dropout": model,
         "nn.Dropout": with_torch_dropout(copy.deepcopy(model)),
         "dropout 0": without_dropout(copy.deepcopy(model)),
     }
     return {
-        name: training_step(m, task, batch, trainer_update(cfg, m), precision, device) for name, m in variants.items()
+        name: training_step(m, task, batch, trainer_update(run.cfg, m), precision, device)
+        for name, m in variants.items()
     }
 
 
 def table(title: str, times: dict[str, Timing], reference: str) -> None:
-    print(f"\n{title}")
-    for name, t in times.items():
-        print(f"  {name:<28}{str(t):>26}{t.median / times[reference].median:>8.2f}x of {reference}")
+    rows = [
+        {"": name, "median (IQR)": str(t), f"of {reference}": f"{t.median / times[reference].median:.2f}x"}
+        for name, t in times.items()
+    ]
+    print(titled(title, rows))
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, Timing]]:
@@ -105,18 +103,21 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Timing]]:
     parser.add_argument("--p", type=float, default=0.1, help="drop probability of tables 1 and 2")
     parser.add_argument("--shape", type=int, nargs="+", default=list(SHAPE), help="activation of tables 1 and 2")
     parser.add_argument("--precision", choices=["fp32", "bf16"], nargs="+", default=["fp32", "bf16"])
+    parser.add_argument(
+        "--step-precision",
+        choices=["fp32", "bf16"],
+        nargs="+",
+        default=None,
+        help="table 3's precisions (default: fp32, and bf16 where the CPU has bf16 instructions: emulated, a bf16 "
+        "step takes minutes of rounds and times the emulation)",
+    )
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args(argv)
     numerics.set_flush_denormals(True)  # as every run of the suite
     cpu = torch.device("cpu")
     shape = tuple(args.shape)
-    kind = numerics.describe(cpu)
-    print(
-        f"{torch.get_num_threads()} threads, cpu capability {kind['cpu_capability']}, "
-        f"bf16 unit {kind['cpu_bf16_unit']}; "
-        f"activation {shape}, p {args.p}"
-    )
+    print(measured_on(cpu, f"activation {shape}, p {args.p}; median of {args.repeats} interleaved rounds"))
     out = {"masks": time_calls(mask_candidates(shape, args.p), cpu, args.warmup, args.repeats)}
     table("1. a keep-mask", out["masks"], "bernoulli_ (F.dropout's)")
     for precision in args.precision:
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Timing]]:
         out[f"dropout {precision}"] = time_calls(one_dropout(shape, args.p, dtype), cpu, args.warmup, args.repeats)
         table(f"2. one dropout, forward + backward, {precision}", out[f"dropout {precision}"], "F.dropout")
     overrides = args.overrides or STANDARD
-    for precision in args.precision:
+    for precision in args.step_precision or numerics.timed_precisions(cpu):
         steps = model_steps(overrides, args.batch, precision)
         out[f"step {precision}"] = time_calls(steps, cpu, args.warmup, args.repeats)
         table(

@@ -23,12 +23,10 @@ import argparse
 from dataclasses import dataclass
 
 import torch
-from hydra.utils import instantiate
 
-from suite.jobs.prepare import prepare
-from suite.measure.harness import first_batch, trainer_update, training_step
+from suite.measure.harness import trainer_update, training_step
 from suite.runtime import numerics
-from suite.runtime.compose import composed
+from suite.tools import configured, measured_on, titled
 
 
 @dataclass(frozen=True)
@@ -47,13 +45,9 @@ def profile_step(
     """(every operator's own time in one training step, heaviest first; the step's tokens; its precision).
 
     ``precision`` None: the run's ``trainer.precision``; 'auto' is resolved for the device and model."""
-    cfg = composed(overrides)
-    device = torch.device("cpu")
-    task = instantiate(cfg.task)
-    model = prepare(cfg, device, task).model
-    batch = first_batch(task, batch_size, cfg.seed).to(device)
-    resolved = numerics.resolve_precision(precision or cfg.trainer.precision, device, model)
-    step = training_step(model, task, batch, trainer_update(cfg, model), resolved, device)
+    run = configured(overrides, batch_size, precision)
+    batch, resolved = run.batch, run.precision
+    step = training_step(run.model, run.task, batch, trainer_update(run.cfg, run.model), resolved, torch.device("cpu"))
 
     for _ in range(warmup):
         step()
@@ -84,11 +78,24 @@ def main(argv: list[str] | None = None) -> list[OpTime]:
     ops, tokens, precision = profile_step(args.overrides, args.batch, args.warmup, args.precision)
     total = sum(o.ms for o in ops)
     print(
-        f"one training step in {precision}, {tokens} tokens, {torch.get_num_threads()} threads: "
-        f"{total:.1f} ms, {total * 1e3 / tokens:.2f} us a token"
+        measured_on(
+            torch.device("cpu"),
+            f"one training step in {precision}, {tokens} tokens: {total:.1f} ms, "
+            f"{total * 1e3 / tokens:.2f} us a token; "
+            f"{' '.join(args.overrides) or 'the default run'}, batch {args.batch}",
+        )
     )
-    for o in ops[: args.top]:
-        print(f"  {o.name:<40}{o.ms:10.1f} ms{o.us_per_token:9.2f} us/token  {o.calls:5d} calls")
+    rows = [
+        {
+            "operator": o.name,
+            "ms": f"{o.ms:.1f}",
+            "share": f"{o.ms / total:.1%}",
+            "us/token": f"{o.us_per_token:.2f}",
+            "calls": str(o.calls),
+        }
+        for o in ops[: args.top]
+    ]
+    print(titled(f"the {len(rows)} costliest operators, by their own CPU time", rows))
     return ops
 
 

@@ -26,6 +26,7 @@ from suite.measure.timing import time_calls
 from suite.models.transformer import Encoder
 from suite.nn.dropout import with_torch_dropout
 from suite.runtime import numerics
+from suite.tools import measured_on, titled
 
 
 def build_pair(
@@ -85,10 +86,12 @@ def main(argv: list[str] | None = None) -> None:
     probe = build_pair(args.d_model, args.layers, args.heads, args.d_ff, device)[0]
     precisions = list(dict.fromkeys(["fp32", numerics.resolve_precision(args.precision, device, probe)]))
     print(
-        f"device {device}, threads {torch.get_num_threads()}: batch {args.batch}, length {args.length}, "
-        f"d_model {args.d_model}, {args.layers} layers, {args.heads} heads, d_ff {args.d_ff}; "
-        f"median of {args.repeats} after {args.warmup} warm-up; "
-        f"precision {args.precision} -> {precisions[-1]} ({numerics.choose(args.precision, device, probe).reason})"
+        measured_on(
+            device,
+            f"batch {args.batch}, length {args.length}, d_model {args.d_model}, {args.layers} layers, "
+            f"{args.heads} heads, d_ff {args.d_ff}; median of {args.repeats} after {args.warmup} warm-up; "
+            f"precision {args.precision} -> {precisions[-1]} ({numerics.choose(args.precision, device, probe).reason})",
+        )
     )
     for p in args.dropout:
         torch.manual_seed(0)
@@ -96,22 +99,24 @@ def main(argv: list[str] | None = None) -> None:
         models = {"ours": ours, "torch": theirs}
         if p > 0:  # the same weights, torch's dropout: what the suite's masks buy
             models["ours, nn.Dropout"] = with_torch_dropout(copy.deepcopy(ours))
-        print(f"\ndropout {p}")
-        print(f"{'':<24}{'ours':>24}{'torch.nn':>24}{'ours, nn.Dropout':>24}{'ratio ours/torch':>18}")
+        rows = []
         for precision in precisions:
             with numerics.autocast(precision, device):
                 train = time_calls({k: train_step(m) for k, m in models.items()}, device, args.warmup, args.repeats)
                 inference = time_calls({"ours": infer(ours), "torch": infer(theirs)}, device, args.warmup, args.repeats)
             for label, t in ((f"training step, {precision}", train), (f"inference, {precision}", inference)):
-                swapped = str(t["ours, nn.Dropout"]) if "ours, nn.Dropout" in t else "-"
-                ratio = t["ours"].median / t["torch"].median
-                print(f"{label:<24}{str(t['ours']):>24}{str(t['torch']):>24}{swapped:>24}{ratio:>18.3f}")
-            print(
-                f"tokens/s in {precision}: training ours {tokens / train['ours'].median:,.0f}, "
-                f"torch {tokens / train['torch'].median:,.0f}; "
-                f"inference ours {tokens / inference['ours'].median:,.0f}, "
-                f"torch {tokens / inference['torch'].median:,.0f}"
-            )
+                rows.append(
+                    {
+                        "": label,
+                        "ours": str(t["ours"]),
+                        "torch.nn": str(t["torch"]),
+                        "ours, nn.Dropout": str(t["ours, nn.Dropout"]) if "ours, nn.Dropout" in t else "-",
+                        "ours / torch": f"{t['ours'].median / t['torch'].median:.3f}",
+                        "tokens/s ours": f"{tokens / t['ours'].median:,.0f}",
+                        "tokens/s torch": f"{tokens / t['torch'].median:,.0f}",
+                    }
+                )
+        print(titled(f"dropout {p}", rows))
 
 
 if __name__ == "__main__":

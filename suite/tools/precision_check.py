@@ -32,7 +32,7 @@ from suite.measure.timing import time_calls
 from suite.report import formatting as fmt
 from suite.runtime import numerics
 from suite.runtime.compose import composed
-from suite.runtime.record import cpu_name
+from suite.tools import measured_on
 from suite.types import inference
 
 PRECISIONS = ("fp32", "bf16")
@@ -130,11 +130,13 @@ def main(argv: list[str] | None = None) -> list[Row]:
     device = torch.device(args.device)
     unit = numerics.cpu_bf16_kind() if device.type == "cpu" else "cuda"
     print(
-        f"{cpu_name() if device.type == 'cpu' else torch.cuda.get_device_name(device)}: "
-        f"{torch.backends.cpu.get_cpu_capability()}, bf16 unit {unit}; {torch.get_num_threads()} threads; "
-        f"length {args.length}, batch {args.batch}"
-        + (f"; overrides {' '.join(args.overrides)}" if args.overrides else "")
+        measured_on(
+            device,
+            f"length {args.length}, batch {args.batch}"
+            + (f"; overrides {' '.join(args.overrides)}" if args.overrides else ""),
+        )
     )
+    print()
     rows = [
         measure(m, args.length, args.batch, args.overrides, device, args.repeats, args.min_seconds)
         for m in args.models.split(",")
@@ -143,14 +145,16 @@ def main(argv: list[str] | None = None) -> list[Row]:
     for r in rows:
         if r.contradicted():
             print(
-                f"note: precision=auto picks {r.auto} for {r.model}, but bf16 trained "
+                f"\nnote: precision=auto picks {r.auto} for {r.model}, but bf16 trained "
                 f"{r.ratio('train'):.2f}x the fp32 speed here"
             )
     if not args.no_peak:
         # Without a bf16 unit every bf16 product is converted in software (about 1 GFLOP/s on an AVX2 EPYC): a smaller
         # square says as much.
         bf16_size = None if unit in ("amx", "avx512_bf16", "cuda") else 512
+        print()
         print(peak_line(matmul_peak(device, dtype=torch.float32)))
+        print()
         print(peak_line(matmul_peak(device, bf16_size, dtype=torch.bfloat16)))
     return rows
 

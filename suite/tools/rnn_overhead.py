@@ -32,7 +32,7 @@ from suite.measure.timing import Timing, time_calls
 from suite.models.rnn import CELLS, RecurrentEncoder, run_cell
 from suite.runtime import numerics
 from suite.runtime.compose import composed
-from suite.tools import recurrent_sizes
+from suite.tools import measured_on, recurrent_sizes
 
 
 def calls(cell: str, layers: int, batch: int, length: int, width: int, precision: str) -> dict[str, Callable[[], None]]:
@@ -92,9 +92,13 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str], dict[str, Timin
     args = parser.parse_args(argv)
     numerics.set_flush_denormals(True)  # as every run of the suite
     print(
-        f"forward + backward, batch {args.batch}, L {args.length}, width {args.width}, {args.layers} layers, "
-        f"{torch.get_num_threads()} threads; median ms, and the ratio to the raw cell"
+        measured_on(
+            torch.device("cpu"),
+            f"forward + backward, batch {args.batch}, L {args.length}, width {args.width}, {args.layers} layers; "
+            "median ms, and the ratio to the raw cell",
+        )
     )
+    print()
     print("| cell | precision | torch.nn | encoder | classifier | training step |")
     print("|---|---|---|---|---|---|")
     out = {}

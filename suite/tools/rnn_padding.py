@@ -21,7 +21,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from suite.measure.timing import time_calls
 from suite.runtime import numerics
-from suite.tools import recurrent_sizes
+from suite.tools import measured_on, recurrent_sizes
 
 
 def compare(cell: type[nn.RNNBase], layers: int, batch: int, length: int, width: int, repeats: int) -> dict[str, float]:
@@ -59,9 +59,13 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     args = parser.parse_args(argv)
     numerics.set_flush_denormals(True)  # as every run of the suite
     print(
-        f"forward + backward, batch {args.batch}, L {args.length}, width {args.width}, lengths "
-        f"{args.length * 6 // 10}-{args.length}, threads: {torch.get_num_threads()}, fp32"
+        measured_on(
+            torch.device("cpu"),
+            f"forward + backward, batch {args.batch}, L {args.length}, width {args.width}, lengths "
+            f"{args.length * 6 // 10}-{args.length}, fp32",
+        )
     )
+    print()
     print("| cell | layers | packed ms | fused ms | packed / fused | largest difference |")
     print("|---|---|---|---|---|---|")
     rows = []
