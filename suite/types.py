@@ -181,6 +181,16 @@ class LanguageTask(Task, Protocol):
 
 
 @runtime_checkable
+class KeepsPredictions(Protocol):
+    """Optional for a ``Task``: the per-example outputs of its latest ``evaluate``, so that two runs' test scores can be
+    compared example by example after the fact (``suite.report.significance``)."""
+
+    def predictions(self) -> list[dict[str, Any]]:
+        """One dict per example, in the split's order: 'id' (its index in the split), 'label' and 'prediction'."""
+        ...
+
+
+@runtime_checkable
 class WritesArtifacts(Protocol):
     """Optional for a ``Task``: files about the finished run (plots, tables) left in its run directory."""
 

@@ -188,6 +188,7 @@ class ClassificationTask:
         self.metrics, self.primary_metric = metrics, primary_metric
         self.artifacts = list(artifacts)
         self.data: ClassificationData | None = None
+        self.latest: tuple[Tensor, Tensor] | None = None  # the logits and targets of the latest evaluate
 
     def setup(self) -> None:
         if self.data is None:
@@ -241,8 +242,19 @@ class ClassificationTask:
 
     def evaluate(self, model: nn.Module, batches, device: torch.device) -> dict[str, float]:
         logits, targets = self.predict(model, batches)
+        self.latest = logits, targets
         loss = F.cross_entropy(logits, targets).item()
         return {**self.metrics(logits, targets, self.ready.n_classes), "loss": loss}
+
+    def predictions(self) -> list[dict[str, Any]]:
+        """The latest evaluation's examples, in the split's order: id, label, predicted class."""
+        if self.latest is None:
+            raise RuntimeError(f"task {self.name!r}: predictions() before any evaluate()")
+        logits, targets = self.latest
+        return [
+            {"id": i, "label": label, "prediction": pred}
+            for i, (label, pred) in enumerate(zip(targets.tolist(), logits.argmax(dim=-1).tolist()))
+        ]
 
     def readable(self, model: nn.Module, batch: Batch) -> Readable:
         """The batch's first input without its padding, with its tokens ([CLS] first where the model's pooling prepends

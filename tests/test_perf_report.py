@@ -2,6 +2,7 @@
 
 from suite.measure.timing import summarise, time_calls
 from suite.report.build import main as report_main
+from suite.runtime.predictions import write_predictions
 from suite.runtime.record import ResultRecord
 from suite.tools.perf import main as perf_main
 
@@ -80,6 +81,8 @@ def test_report_aggregates_seeds_and_failures(tmp_path, capsys):
     assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
     table = (tmp_path / "results" / "t" / "results.md").read_text()
     assert "2/3 ok" in table and "| 0.810 ± 0.014 |" in table and "failed: boom" in table
+    # the mean's 95 % interval over the two seeds: 0.81 ± t(0.975, 1) * 0.01 (Student's t, one degree of freedom)
+    assert "| accuracy [0.683, 0.937] |" in table
     assert (
         table.startswith("## Results at a glance") and "| accuracy |" in table
     )  # the headline, then the detail table with a column per metric
@@ -307,7 +310,11 @@ def test_headline_sets_models_side_by_side_marks_the_best_and_flags_cut_runs(tmp
         "lstm": {"backbone": {"_target_": "z"}},
     }
 
-    def rec(name, model, acc, tok_s, cut=False):
+    def rec(name, model, acc, tok_s, cut=False, right=None):
+        if right is not None:  # its per-example test predictions: right on the first ``right`` of 500
+            write_predictions(
+                [{"id": i, "label": 1, "prediction": int(i < right)} for i in range(500)], tmp_path / name
+            )
         ResultRecord(
             status="ok",
             task="sentiment",
@@ -325,17 +332,19 @@ def test_headline_sets_models_side_by_side_marks_the_best_and_flags_cut_runs(tmp
             config={"trainer": {"name": "quick", "max_steps": 100}, "model": built[model]},
         ).write(tmp_path / name)
 
-    rec("t", "transformer", 0.804, 25_000.0)
-    rec("l", "lstm", 0.834, 175_200.0, cut=True)
+    rec("t", "transformer", 0.804, 25_000.0, right=402)
+    rec("l", "lstm", 0.834, 175_200.0, cut=True, right=417)  # right wherever the transformer is, and on 15 more
     assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
     out_dir = tmp_path / "results" / "t"
     table = (out_dir / "results.md").read_text()
     head = table.split("## sentiment")[0]
-    assert "| task | dataset | length | trainer | metric | transformer | lstm | speed (train tok/s) |" in head
+    columns = "| task | dataset | length | trainer | metric | transformer | lstm | difference (95 % CI) |"
+    assert columns + " speed (train tok/s) |" in head
     assert (
-        "| sentiment | sst2 | 64 | quick (100 steps) | accuracy | 0.804 | **0.834** † | 0.14x transformer/lstm |"
+        "| sentiment | sst2 | 64 | quick (100 steps) | accuracy | 0.804 | **0.834** † | lstm − transformer: +0.03 ["
         in head
     )
+    assert "p 0.002 | 0.14x transformer/lstm |" in head  # the smallest two-sided p of 1,000 random permutations
     detail = table.split("## sentiment")[1]
     assert (
         "| accuracy | macro_f1 |" in detail and "| 0.834 † | 0.824 † | 175k | 526k | 50 |" in detail
@@ -467,3 +476,33 @@ def test_speed_points_that_differ_in_a_hidden_setting_are_labelled_by_it():
         ("1024", "model.attention.n_features=64"),
         ("4096", ""),
     ]
+
+
+def test_headline_bolds_no_winner_within_noise_or_without_per_example_outputs(tmp_path):
+    """Two models whose test predictions differ on a handful of examples either way: '≈' and the interval, no bold;
+    runs that kept no per-example outputs: no test, no bold."""
+    from suite.report.build import experiments, headline_rows
+    from suite.report.significance import Outputs
+
+    def rec(model, acc):
+        return ResultRecord(
+            status="ok", task="dna", dataset="splice", model=model, seed=0, seq_len=60, metrics={"accuracy": acc},
+            config={"trainer": {"name": "quick"}, "model": {}},
+        )  # fmt: skip
+
+    records = [rec("transformer", 0.72), rec("lstm", 0.70)]
+    guesses = {  # 100 examples; they disagree on 10, the transformer right on 6 of those, the lstm on 4
+        "transformer": [int(i < 66 or 90 <= i < 96) for i in range(100)],
+        "lstm": [int(i < 66 or 96 <= i < 100) for i in range(100)],
+    }
+    kept = {
+        r.model: Outputs(predictions=[{"id": i, "label": 1, "prediction": p} for i, p in enumerate(guesses[r.model])])
+        for r in records
+    }
+    row = headline_rows(experiments(records), lambda r: kept[r.model])[0]
+    assert row["transformer"] == "0.720" and row["lstm"] == "0.700"  # no bold
+    assert row["difference (95 % CI)"].startswith("≈ transformer − lstm: +0.02 [-")
+    untested = headline_rows(experiments(records))[0]
+    assert untested["transformer"] == "0.720" and untested["difference (95 % CI)"] == (
+        "not tested: no per-example test outputs"
+    )

@@ -414,3 +414,38 @@ def test_evaluate_job_decodes_validation_with_the_search_it_scores():
     assert (
         evaluation_task(compose_config("task=sentiment").task).name == "sentiment"
     )  # a task that does not decode is unchanged
+
+
+def test_test_predictions_are_kept_and_reproduce_the_recorded_metrics(tmp_path):
+    """predictions_test.jsonl: every test example once, in the split's order, and the accuracy and macro-F1 the
+    record holds, recomputed from it; job=evaluate keeps its own when it scores test, none when only validation."""
+    from sklearn.metrics import accuracy_score, f1_score
+
+    from suite.runtime.predictions import PREDICTIONS_FILE, read_predictions
+
+    record = run_tiny(tmp_path / "train", "task=long_range", "model=transformer", "task.n_test=40")
+    assert record.status == "ok", record.error
+    rows = read_predictions(tmp_path / "train")
+    assert PREDICTIONS_FILE in record.artifacts and [r["id"] for r in rows] == list(range(40))
+    labels, preds = [r["label"] for r in rows], [r["prediction"] for r in rows]
+    assert record.metrics["accuracy"] == pytest.approx(accuracy_score(labels, preds))
+    assert record.metrics["macro_f1"] == pytest.approx(f1_score(labels, preds, average="macro", zero_division=0))
+    best = tmp_path / "train" / "checkpoints" / "best.pt"
+    for splits, kept in (("[val]", False), ("[val,test]", True)):
+        again = run_tiny(
+            tmp_path / splits, "task=long_range", "model=transformer", "task.n_test=40", "job=evaluate",
+            f"job.checkpoint={best}", f"job.splits={splits}",
+        )  # fmt: skip
+        assert again.status == "ok", again.error
+        assert (tmp_path / splits / PREDICTIONS_FILE).is_file() == kept
+    assert read_predictions(tmp_path / "[val,test]") == rows  # the same weights, the same test predictions
+
+
+def test_a_malformed_predictions_file_names_its_line(tmp_path):
+    from suite.runtime.predictions import read_predictions
+
+    (tmp_path / "predictions_test.jsonl").write_text('{"id": 0}\n{"id": 1\n')
+    with pytest.raises(ValueError, match=r"predictions_test.jsonl:2: not a JSON line"):
+        read_predictions(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no per-example test predictions"):
+        read_predictions(tmp_path / "nowhere")

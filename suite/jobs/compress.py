@@ -27,6 +27,7 @@ from suite.compress.method import Context, Method
 from suite.compress.timing import compare_speed, output_difference
 from suite.jobs.evaluate import load_weights
 from suite.jobs.prepare import model_label, model_on, prepare
+from suite.jobs.train import kept_predictions
 from suite.measure.harness import first_batch
 from suite.runtime.tracking import Tracker
 from suite.training.trainer import resume_identity
@@ -206,6 +207,9 @@ def compress_job(
     trainer = instantiate(cfg.trainer, precision="fp32")
     reference_test, _ = trainer.score(reference, task, device, cfg.seed, "test")
     test, _ = trainer.score(model, task, device, cfg.seed, "test")
+    predictions = kept_predictions(
+        task, run_dir
+    )  # the compressed model's, paired with its teacher's run after the fact
     val, _ = trainer.score(model, task, device, cfg.seed, "val")
     timing = {"warmup": warmup, "repeats": repeats, "min_time_s": min_time_s, "bf16_reference": bf16_reference}
     figures = measured(task, model, reference, artefact, example, device, timing)
@@ -252,4 +256,5 @@ def compress_job(
         stop_reason=fit.get("fine_tune_stop_reason", "compressed"),
         precision="fp32",
         compression=compression,
+        artifacts=predictions,
     )

@@ -10,7 +10,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from suite.jobs.prepare import prepare
-from suite.jobs.train import written_artifacts
+from suite.jobs.train import kept_predictions, written_artifacts
 from suite.runtime.tracking import Tracker
 from suite.types import EvaluationVariant, Task
 
@@ -56,10 +56,12 @@ def evaluate_job(
     loaders = task.loaders(trainer.batch_size, cfg.seed, eval_batch_size=trainer.eval_batch_size)
     metrics: dict[str, float] = {}
     speed: dict[str, float] = {}
+    predictions: list[str] = []
     for split in splits:
         scores, speed = trainer.evaluate(model, task, loaders[split], device)
         metrics |= scores if split == "test" else {f"val_{k}": v for k, v in scores.items()}
-    artifacts = written_artifacts(task, model, run_dir, device)
+        predictions = kept_predictions(task, run_dir) if split == "test" else predictions
+    artifacts = predictions + written_artifacts(task, model, run_dir, device)
     tracker.summary({(f"val/{k[4:]}" if k.startswith("val_") else f"test/{k}"): v for k, v in metrics.items()})
     return dict(
         **prepared.ok_fields(),

@@ -11,15 +11,24 @@ from omegaconf import DictConfig
 
 from suite.jobs.prepare import Prepared, prepare
 from suite.runtime import distributed
+from suite.runtime.predictions import write_predictions
 from suite.runtime.tracking import Tracker
 from suite.training.trainer import resume_identity
-from suite.types import Task, WritesArtifacts
+from suite.types import KeepsPredictions, Task, WritesArtifacts
 
 
 def written_artifacts(task: Any, model: torch.nn.Module, run_dir: Path, device: torch.device) -> list[str]:
     """The files the task writes about the finished run (where it writes any), relative to ``run_dir``."""
     paths = task.write_artifacts(model, run_dir, device) if isinstance(task, WritesArtifacts) else []
     return [str(Path(p).relative_to(run_dir)) for p in paths]
+
+
+def kept_predictions(task: Any, run_dir: Path) -> list[str]:
+    """Called right after test is scored: its per-example outputs to ``predictions_test.jsonl``, where the task keeps
+    them (relative path, as an artifact)."""
+    if not isinstance(task, KeepsPredictions):
+        return []
+    return [str(write_predictions(task.predictions(), run_dir).relative_to(run_dir))]
 
 
 def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker) -> dict[str, Any]:
@@ -66,6 +75,7 @@ def train(
     if not world.main:
         return prepared, fit.model, fields | {"speed": fit.speed}
     test, infer = trainer.score(fit.model, task, device, cfg.seed, "test")
+    predictions = kept_predictions(task, run_dir)
     speed = fit.speed | infer
     tracker.summary(
         {f"test/{k}": v for k, v in test.items()}
@@ -79,6 +89,6 @@ def train(
         | dict(
             metrics={**test, **{f"val_{k}": v for k, v in fit.val.items()}},
             speed=speed,
-            artifacts=written_artifacts(task, fit.model, run_dir, device),
+            artifacts=predictions + written_artifacts(task, fit.model, run_dir, device),
         ),
     )

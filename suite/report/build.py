@@ -28,9 +28,17 @@ from suite.report.lm_tables import context_use, generation_cost, lm_rows
 from suite.report.lra_table import lra_rows
 from suite.report.plots import FIGURES, family, is_compression, is_speed, method_label, model_order, model_size, primary
 from suite.report.run_settings import variant_labels
+from suite.report.significance import Outputs, pooled_difference, run_outputs, seed_interval
 from suite.report.tables import markdown, write_table
 from suite.runtime.paths import PROJECT_ROOT
 from suite.runtime.record import ResultRecord, find_results, trainer_name
+
+OutputsOf = Callable[[ResultRecord], Outputs | None]  # a run's per-example test outputs (None: it kept none)
+
+
+def no_outputs(record: ResultRecord) -> Outputs | None:
+    return None
+
 
 SPEED_KEYS = ("train_tokens_per_s", "infer_tokens_per_s")
 CUT = "†"  # marks a figure from a run that its time cap cut short
@@ -130,6 +138,7 @@ def detail_rows(exps: list[Experiment]) -> list[dict[str, str]]:
             "params": fmt.rate(e.ok[0].params) if e.ok and e.ok[0].params else "",
         }
         row |= {m: (fmt.mean_std(e.values(m)) + cut if e.values(m) else "") for m in metrics}
+        row["95 % CI over seeds"] = seeds_ci(e)
         row["train tok/s"] = fmt.mean_std(e.speeds("train_tokens_per_s"), fmt.rate)
         row["infer tok/s"] = fmt.mean_std(e.speeds("infer_tokens_per_s"), fmt.rate)
         row["steps"] = fmt.mean_std([float(r.steps) for r in e.ok if r.steps], fmt.rate)
@@ -138,6 +147,13 @@ def detail_rows(exps: list[Experiment]) -> list[dict[str, str]]:
         row["failures"] = e.failures
         rows.append(row)
     return drop_empty_columns(rows, keep=("task", "model", "runs"))
+
+
+def seeds_ci(e: Experiment) -> str:
+    """'accuracy [0.794, 0.818]': the primary metric's 95 % interval of the mean over the experiment's seeds."""
+    p = primary(e.ok[0]) if e.ok else None
+    interval = seed_interval(e.values(p[0])) if p else None
+    return f"{p[0]} [{fmt.metric(interval[0])}, {fmt.metric(interval[1])}]" if interval else ""
 
 
 def drop_empty_columns(rows: list[dict[str, str]], keep: tuple[str, ...] = ()) -> list[dict[str, str]]:
@@ -153,8 +169,10 @@ def detail_tables(exps: list[Experiment]) -> dict[str, list[dict[str, str]]]:
     return {task: detail_rows(group) for task, group in sorted(by_task.items())}
 
 
-def headline_rows(exps: list[Experiment]) -> list[dict[str, str]]:
-    """One row per task setting, each model's primary test metric side by side, the best in bold, and the speed ratio.
+def headline_rows(exps: list[Experiment], outputs: OutputsOf = no_outputs) -> list[dict[str, str]]:
+    """One row per task setting, each model's primary test metric side by side, and the speed ratio; the best in bold
+    only where it beats the runner-up by more than chance (a paired test on the same test examples, pooled over the
+    seeds both ran: ``suite.report.significance``), the difference and its 95 % interval beside.
 
     The speed ratio divides the attention model's training tokens/s by the recurrent model's
     (measured in the same runs as the metrics, at the same settings).
@@ -167,7 +185,7 @@ def headline_rows(exps: list[Experiment]) -> list[dict[str, str]]:
     rows = []
     for (task, dataset, seq_len, trainer, variant, metric), cols in rows_of.items():
         means = {m: statistics.mean(e.values(metric)) for m, e in cols.items() if e.values(metric)}
-        best = max(means.values()) if len(means) > 1 else None
+        winner, verdict = judged(cols, means, metric, outputs)
         row = {
             "task": task,
             "dataset": dataset,
@@ -177,12 +195,43 @@ def headline_rows(exps: list[Experiment]) -> list[dict[str, str]]:
         }
         for m in models:
             cell = fmt.mean_std(cols[m].values(metric)) if m in means else ""
-            if cell and means[m] == best:
+            if cell and m == winner:
                 cell = f"**{cell}**"
             row[m] = cell + (f" {CUT}" if m in cols and cols[m].shortened else "")
+        row["difference (95 % CI)"] = verdict
         row["speed (train tok/s)"] = speed_ratio(cols)
         rows.append(row)
     return drop_empty_columns(rows, keep=("task", "metric"))
+
+
+def judged(
+    cols: dict[str, Experiment], means: dict[str, float], metric: str, outputs: OutputsOf
+) -> tuple[str | None, str]:
+    """(the winner, or None; the verdict in words): the best mean against the runner-up's, paired by seed and example.
+
+    A winner only where the difference's interval excludes zero; '≈' where it does not; where the runs kept no
+    per-example outputs (older runs), no winner and no test."""
+    if len(means) < 2:
+        return None, ""
+    top, second = sorted(means, key=means.get, reverse=True)[:2]
+    a, b = ({r.seed: r for r in cols[m].ok} for m in (top, second))
+    seeds = sorted(set(a) & set(b))
+    kept = [(outputs(a[s]), outputs(b[s])) for s in seeds]
+    if not seeds or any(x is None or y is None for x, y in kept):
+        return None, "not tested: no per-example test outputs"
+    try:
+        diff = pooled_difference([x for x, _ in kept], [y for _, y in kept], metric, (top, second))
+    except ValueError as err:  # NotPaired, or a metric without a paired test
+        return None, f"not tested: {err}"
+    seeds_note = f", {len(seeds)} seeds" if len(seeds) > 1 else ""
+    return (
+        (top, f"{top} − {second}: {diff}{seeds_note}")
+        if diff.significant
+        else (
+            None,
+            f"≈ {top} − {second}: {diff}{seeds_note}",
+        )
+    )
 
 
 def speed_ratio(cols: dict[str, Experiment]) -> str:
@@ -373,8 +422,12 @@ def html_table(rows: list[dict[str, str]]) -> str:
 
 
 INTRO = {
-    "results at a glance": "Each model's primary test metric (mean ± std over seeds; the best in bold), and the "
-    "attention model's training throughput over the recurrent one's in the same runs.",
+    "results at a glance": "Each model's primary test metric (mean ± std over seeds) and the attention model's "
+    "training throughput over the recurrent one's in the same runs. The best is in bold only where it beats the "
+    "runner-up by more than chance: the difference of the two on the same test examples (pooled over the seeds "
+    "both ran) with its 95 % paired bootstrap interval and a paired permutation test's p-value "
+    "(suite.report.significance); '≈' where the interval holds zero. Untuned: each model at its configured "
+    "settings, one budget.",
     "speed": "One row per point: real (non-pad) tokens per second, the median of timed calls (IQR beside the step "
     "time), peak memory per call, FLOPs from torch's counter, MFU against the matmul peak of the point's precision.",
     "gradient flow": "The norm of the loss gradient at distance d from the output, relative "
@@ -425,12 +478,14 @@ def index_html(name: str, sections: dict[str, list[dict[str, str]]], figures: li
     return "\n".join(parts) + "\n"
 
 
-def build_report(records: list[ResultRecord], out_dir: Path, name: str) -> dict[str, list[dict[str, str]]]:
+def build_report(
+    records: list[ResultRecord], out_dir: Path, name: str, outputs: OutputsOf = no_outputs
+) -> dict[str, list[dict[str, str]]]:
     """Write every table, figure and the index page for ``records`` into ``out_dir``; returns the sections shown."""
     # Failed runs too (their rows say so), and weights scored again on test by job=evaluate.
     trained = [r for r in records if r.job == "train" or (r.job == "evaluate" and scored_on_test(r))]
     exps = experiments(trained)
-    headline, details = headline_rows(exps), detail_tables(exps)
+    headline, details = headline_rows(exps, outputs), detail_tables(exps)
     speed, gradients, efficiency, lra = (
         speed_rows(records),
         gradient_rows(records),
@@ -513,7 +568,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no result.json under {', '.join(map(str, args.runs))}")
         return 1
     out_dir = args.out / args.name
-    tables = build_report([r for _, r in found], out_dir, args.name)
+    directory = {id(r): path for path, r in found}
+    tables = build_report([r for _, r in found], out_dir, args.name, lambda r: run_outputs(directory[id(r)]))
     print(markdown(tables["results at a glance"]))
     for title in ("speed", "attention speed", "lra", "compression", "language models"):
         if tables[title]:

@@ -1,0 +1,248 @@
+"""Is one model's test score higher than another's by more than chance? Paired tests on the same test examples.
+
+Two runs scored on the same test split are paired example by example (their ``predictions_test.jsonl``, or a
+sequence-to-sequence run's ``outputs_<test set>.jsonl``). The difference of the metric (A minus B) gets:
+
+- a 95 % paired bootstrap interval: the examples resampled with replacement, the same resample for both models, the
+  metric recomputed on each resample (``scipy.stats.bootstrap``, ``paired=True``, percentile; seeded);
+- a two-sided p-value from a paired permutation test: each example's two outputs swapped between the models at random
+  (``scipy.stats.permutation_test``, ``permutation_type='samples'``; seeded; for BLEU and chrF sacrebleu's own,
+  approximate randomization, ``sacrebleu.significance.PairedTest``).
+
+Accuracy, macro-F1 and MCC are recomputed by scikit-learn on every resample; BLEU and chrF from sacrebleu's own
+per-sentence sufficient statistics (the corpus score of each resample, as sacrebleu's paired bootstrap computes it;
+the tests check the two bootstraps agree).
+A difference is called a win only when its interval excludes zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+RESAMPLES = 1000
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Metric of A minus metric of B on the same ``n`` test examples, its 95 % interval and p-value."""
+
+    metric: str
+    delta: float
+    low: float
+    high: float
+    p_value: float
+    n: int
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes zero."""
+        return self.low > 0 or self.high < 0
+
+    def __str__(self) -> str:
+        # With 1,000 resamples the smallest p-value a test can give is about 0.001 (0.002 two-sided): printed as is.
+        return f"{self.delta:+.3g} [{self.low:+.3g}, {self.high:+.3g}], p {self.p_value:.3f}"
+
+
+class NotPaired(ValueError):
+    """Two runs whose test examples are not the same examples."""
+
+
+def paired_labels(a: list[dict[str, Any]], b: list[dict[str, Any]], names: tuple[str, str]) -> np.ndarray:
+    """The labels the two runs' predictions share; refuses runs scored on different examples, naming what differs."""
+    if len(a) != len(b):
+        raise NotPaired(f"{names[0]} has {len(a)} test predictions, {names[1]} {len(b)}: not the same test split")
+    for x, y in zip(a, b):
+        if x["id"] != y["id"] or x["label"] != y["label"]:
+            raise NotPaired(
+                f"test example {x['id']} of {names[0]} (label {x['label']}) is not example {y['id']} of {names[1]} "
+                f"(label {y['label']}): not the same test split"
+            )
+    return np.array([x["label"] for x in a])
+
+
+def classification_score(metric: str) -> Callable[[np.ndarray, np.ndarray], float]:
+    """(labels, predictions) -> the metric, as the task computes it."""
+    from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
+
+    scores = {
+        "accuracy": accuracy_score,
+        "macro_f1": lambda y, p: f1_score(y, p, average="macro", zero_division=0),
+        "mcc": matthews_corrcoef,
+    }
+    if metric not in scores:
+        raise ValueError(f"no paired test for the metric {metric!r} (classification: {sorted(scores)})")
+    return scores[metric]
+
+
+def classification_difference(
+    a: list[dict[str, Any]],
+    b: list[dict[str, Any]],
+    metric: str = "accuracy",
+    names: tuple[str, str] = ("A", "B"),
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Difference:
+    """The paired difference of ``metric`` between two runs' per-example predictions (rows of
+    ``predictions_test.jsonl``)."""
+    from scipy import stats
+
+    labels = paired_labels(a, b, names)
+    pa, pb = np.array([x["prediction"] for x in a]), np.array([x["prediction"] for x in b])
+    if metric == "accuracy":  # the share of correct predictions, over a batch of resamples at once
+
+        def diff(x: np.ndarray, y: np.ndarray, truth: np.ndarray, axis: int = -1) -> np.ndarray:
+            return np.mean(x == truth, axis=axis) - np.mean(y == truth, axis=axis)
+
+        vectorized = True
+    else:  # recomputed by scikit-learn on every resample
+        score = classification_score(metric)
+
+        def diff(x: np.ndarray, y: np.ndarray, truth: np.ndarray) -> float:
+            return score(truth, x) - score(truth, y)
+
+        vectorized = False
+    boot = stats.bootstrap(
+        (pa, pb, labels), diff, paired=True, vectorized=vectorized, n_resamples=resamples,
+        method="percentile", random_state=seed,
+    )  # fmt: skip
+    perm = stats.permutation_test(
+        (pa, pb), lambda x, y, **axis: diff(x, y, labels, **axis), permutation_type="samples", vectorized=vectorized,
+        n_resamples=resamples, random_state=seed,
+    )  # fmt: skip
+    interval = boot.confidence_interval
+    delta = float(diff(pa, pb, labels))
+    return Difference(metric, delta, float(interval.low), float(interval.high), float(perm.pvalue), len(labels))
+
+
+def corpus_metric(metric: str):
+    """sacrebleu's metric object for 'bleu' or 'chrf'."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    makers = {"bleu": BLEU, "chrf": CHRF}
+    if metric not in makers:
+        raise ValueError(f"no paired test for the metric {metric!r} (text: {sorted(makers)})")
+    return makers[metric]()
+
+
+def corpus_bootstrap(
+    a: Sequence[str], b: Sequence[str], references: Sequence[str], metric: str, resamples: int, seed: int
+) -> tuple[float, Any]:
+    """(corpus score of A minus B; scipy's bootstrap result of that difference, the sentences resampled together)."""
+    from scipy import stats
+
+    if not len(a) == len(b) == len(references):
+        raise NotPaired(f"{len(a)} and {len(b)} outputs for {len(references)} references: not the same test set")
+    scorer = corpus_metric(metric)
+    # sacrebleu's own per-sentence statistics: a resample's corpus score is computed from their sums
+    sa = np.array(scorer._extract_corpus_statistics(list(a), [list(references)]))
+    sb = np.array(scorer._extract_corpus_statistics(list(b), [list(references)]))
+
+    def corpus(rows: np.ndarray) -> float:
+        return scorer._compute_score_from_stats(list(rows.sum(axis=0))).score
+
+    boot = stats.bootstrap(
+        (np.arange(len(references)),), lambda i: corpus(sa[i]) - corpus(sb[i]), vectorized=False,
+        n_resamples=resamples, method="percentile", random_state=seed,
+    )  # fmt: skip
+    return corpus(sa) - corpus(sb), boot
+
+
+def text_difference(
+    a: Sequence[str],
+    b: Sequence[str],
+    references: Sequence[str],
+    metric: str = "bleu",
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Difference:
+    """The paired difference of corpus BLEU or chrF between two systems' outputs for the same references."""
+    from sacrebleu.significance import PairedTest
+
+    delta, boot = corpus_bootstrap(a, b, references, metric, resamples, seed)
+    test = PairedTest(  # approximate randomization: each sentence's two outputs swapped at random, two-sided
+        [("baseline", list(b)), ("system", list(a))],
+        {metric: corpus_metric(metric)},
+        [list(references)],
+        test_type="ar",
+        n_samples=resamples,
+    )
+    _, results = test()
+    p_value = next(v for k, v in results.items() if k != "System")[1].p_value  # the system against the baseline
+    interval = boot.confidence_interval
+    return Difference(metric, delta, float(interval.low), float(interval.high), float(p_value), len(references))
+
+
+def run_predictions(run_dir: Path) -> list[dict[str, Any]] | None:
+    """A run's per-example test predictions, or None when it kept none."""
+    from suite.runtime.predictions import PREDICTIONS_FILE, read_predictions
+
+    return read_predictions(run_dir) if (Path(run_dir) / PREDICTIONS_FILE).is_file() else None
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """A run's per-example test outputs: a classifier's predictions (``id``, ``label``, ``prediction``), or a
+    sequence-to-sequence run's texts (``source``, ``reference``, ``output``)."""
+
+    predictions: list[dict[str, Any]] | None = None
+    texts: list[dict[str, Any]] | None = None
+
+
+TEXT_FILE = "outputs_test.jsonl"  # a sequence-to-sequence run's main test set (suite.types: the task's write_artifacts)
+
+
+def run_outputs(run_dir: Path) -> Outputs | None:
+    """What ``run_dir`` kept of its test scoring, or None when it kept nothing to pair."""
+    import json
+
+    if (predictions := run_predictions(run_dir)) is not None:
+        return Outputs(predictions=predictions)
+    path = Path(run_dir) / TEXT_FILE
+    if path.is_file():
+        with path.open(encoding="utf-8") as f:
+            return Outputs(texts=[json.loads(line) for line in f])
+    return None
+
+
+def pooled_difference(
+    a: list[Outputs], b: list[Outputs], metric: str, names: tuple[str, str] = ("A", "B")
+) -> Difference:
+    """The paired difference over several seeds' runs (``a[i]`` and ``b[i]``: one seed): every (seed, example) pair is
+    one paired observation, the metric computed over all of them (for one seed, the plain paired test)."""
+    if len(a) != len(b) or not a:
+        raise NotPaired(f"{len(a)} runs of {names[0]} against {len(b)} of {names[1]}: pair them by seed")
+    if all(o.predictions is not None for o in a + b):
+        rows_a, rows_b = [], []
+        for seed, (x, y) in enumerate(zip(a, b)):
+            paired_labels(x.predictions, y.predictions, names)  # each seed's pair on the same examples
+            rows_a += [{**r, "id": (seed, r["id"])} for r in x.predictions]
+            rows_b += [{**r, "id": (seed, r["id"])} for r in y.predictions]
+        return classification_difference(rows_a, rows_b, metric, names)
+    if all(o.texts is not None for o in a + b):
+        refs, out_a, out_b = [], [], []
+        for x, y in zip(a, b):
+            if [r["reference"] for r in x.texts] != [r["reference"] for r in y.texts]:
+                raise NotPaired(f"{names[0]} and {names[1]} wrote outputs for different references")
+            refs += [r["reference"] for r in x.texts]
+            out_a += [r["output"] for r in x.texts]
+            out_b += [r["output"] for r in y.texts]
+        return text_difference(out_a, out_b, refs, metric)
+    raise NotPaired(f"{names[0]} and {names[1]} kept different kinds of test outputs")
+
+
+def seed_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """The ``confidence`` interval of the mean over seeds (Student's t, ``scipy.stats.t``); None below two seeds."""
+    from scipy import stats
+
+    if len(values) < 2:
+        return None
+    sem = stats.sem(values)
+    if sem == 0:
+        return float(values[0]), float(values[0])
+    low, high = stats.t.interval(confidence, len(values) - 1, loc=float(np.mean(values)), scale=sem)
+    return float(low), float(high)

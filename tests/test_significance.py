@@ -1,0 +1,131 @@
+"""Paired significance (suite.report.significance): the bootstrap against a direct recomputation and against
+sacrebleu's own paired bootstrap, the tests' verdicts on clear and null differences, and runs that do not pair."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.metrics import accuracy_score
+
+from suite.report.significance import (
+    NotPaired,
+    Outputs,
+    classification_difference,
+    corpus_bootstrap,
+    pooled_difference,
+    text_difference,
+)
+
+
+def rows(labels, preds):
+    return [{"id": i, "label": int(y), "prediction": int(p)} for i, (y, p) in enumerate(zip(labels, preds))]
+
+
+def noisy(labels: np.ndarray, right: float, rng: np.random.Generator) -> np.ndarray:
+    """Predictions that are right on about ``right`` of the examples."""
+    return np.where(rng.random(len(labels)) < right, labels, (labels + 1 + rng.integers(0, 2, len(labels))) % 3)
+
+
+@pytest.fixture
+def pair():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 600)
+    return labels, noisy(labels, 0.8, rng), noisy(labels, 0.7, rng)
+
+
+def test_accuracy_difference_is_a_direct_recomputation(pair):
+    """The difference is sklearn's accuracy of A minus B's; the interval is the one a bootstrap that recomputes
+    sklearn's accuracy on every resample gives with the same seed (the fast path changes nothing)."""
+    labels, a, b = pair
+    diff = classification_difference(rows(labels, a), rows(labels, b), "accuracy", resamples=500, seed=3)
+    assert diff.delta == pytest.approx(accuracy_score(labels, a) - accuracy_score(labels, b))
+    direct = stats.bootstrap(
+        (a, b, labels),
+        lambda x, y, t: accuracy_score(t, x) - accuracy_score(t, y),
+        paired=True,
+        vectorized=False,
+        n_resamples=500,
+        method="percentile",
+        random_state=3,
+    ).confidence_interval
+    assert (diff.low, diff.high) == pytest.approx((direct.low, direct.high))
+    assert diff.low < diff.delta < diff.high and diff.n == len(labels)
+
+
+def test_a_clear_win_is_significant_and_a_model_against_itself_is_not(pair):
+    labels, a, b = pair
+    win = classification_difference(rows(labels, a), rows(labels, b), "accuracy")
+    assert win.significant and win.low > 0 and win.p_value < 0.01
+    same = classification_difference(rows(labels, a), rows(labels, a), "macro_f1", resamples=200)
+    assert not same.significant and same.delta == 0 and same.p_value == 1.0
+    assert str(win) == f"{win.delta:+.3g} [{win.low:+.3g}, {win.high:+.3g}], p {win.p_value:.3f}"
+
+
+def test_a_small_difference_on_few_examples_is_not_called_a_win():
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 3, 60)
+    a, b = noisy(labels, 0.72, rng), noisy(labels, 0.7, rng)
+    diff = classification_difference(rows(labels, a), rows(labels, b), "mcc", resamples=300)
+    assert diff.low < 0 < diff.high and not diff.significant and diff.p_value > 0.05
+
+
+def test_runs_on_other_examples_are_refused_by_name(pair):
+    labels, a, b = pair
+    with pytest.raises(NotPaired, match="600 test predictions, lstm 599"):
+        classification_difference(rows(labels, a), rows(labels, b)[:-1], names=("transformer", "lstm"))
+    other = rows(labels, b)
+    other[5]["label"] = (other[5]["label"] + 1) % 3
+    with pytest.raises(NotPaired, match="test example 5 of A"):
+        classification_difference(rows(labels, a), other)
+    with pytest.raises(ValueError, match="no paired test for the metric 'rougeL'"):
+        classification_difference(rows(labels, a), rows(labels, b), "rougeL")
+
+
+def sentences(seed: int = 0, n: int = 300):
+    rng = random.Random(seed)
+    words = "the cat sat on a mat with the dog in red and blue".split()
+    refs = [" ".join(rng.choice(words) for _ in range(9)) for _ in range(n)]
+
+    def system(right: float) -> list[str]:
+        return [r if rng.random() < right else " ".join(rng.choice(words) for _ in range(9)) for r in refs]
+
+    return refs, system(0.8), system(0.3)
+
+
+def test_bleu_bootstrap_agrees_with_sacrebleus_paired_bootstrap():
+    """The same corpus BLEU difference as sacrebleu's scores, and a bootstrap whose spread and centre match
+    sacrebleu's paired bootstrap resampling of the same two systems (its own resamples, its own seed)."""
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    refs, a, b = sentences()
+    delta, boot = corpus_bootstrap(a, b, refs, "bleu", resamples=1000, seed=0)
+    bleu = BLEU()
+    assert delta == pytest.approx(bleu.corpus_score(a, [refs]).score - bleu.corpus_score(b, [refs]).score)
+    _, results = PairedTest([("b", b), ("a", a)], {"bleu": BLEU()}, [refs], test_type="bs", n_samples=1000)()
+    base, system = next(v for k, v in results.items() if k != "System")
+    theirs = system.mean - base.mean  # sacrebleu's paired resamples: the mean of each system's scores
+    ours = float(np.mean(boot.bootstrap_distribution))
+    assert ours == pytest.approx(theirs, abs=0.5)  # two seeds' Monte Carlo error on a ~15-point difference
+    assert float(np.std(boot.bootstrap_distribution)) < system.ci + base.ci  # sacrebleu's ci: each system's 95 % half
+    diff = text_difference(a, b, refs, "bleu", resamples=500)
+    assert diff.significant and diff.p_value < 0.01 and diff.low < delta < diff.high
+
+
+def test_seeds_are_pooled_pair_by_pair(pair):
+    labels, a, b = pair
+    one = Outputs(predictions=rows(labels, a)), Outputs(predictions=rows(labels, b))
+    pooled = pooled_difference([one[0], one[0]], [one[1], one[1]], "accuracy")
+    assert pooled.n == 2 * len(labels) and pooled.delta == pytest.approx(
+        classification_difference(rows(labels, a), rows(labels, b)).delta
+    )
+    refs, x, y = sentences(n=40)
+    texts = lambda outs: Outputs(texts=[{"reference": r, "output": o} for r, o in zip(refs, outs)])  # noqa: E731
+    assert pooled_difference([texts(x)], [texts(y)], "bleu").n == 40
+    with pytest.raises(NotPaired, match="different kinds"):
+        pooled_difference([one[0]], [texts(y)], "accuracy")
+    with pytest.raises(NotPaired, match="pair them by seed"):
+        pooled_difference([one[0]], [], "accuracy")
