@@ -28,6 +28,7 @@ from suite.report.lm_tables import context_use, generation_cost, lm_rows
 from suite.report.lra_table import lra_rows
 from suite.report.plots import FIGURES, family, is_compression, is_speed, method_label, model_order, model_size, primary
 from suite.report.run_settings import variant_labels
+from suite.report.sections import write_sections
 from suite.report.significance import Outputs, pooled_difference, run_outputs, seed_interval
 from suite.report.tables import markdown, write_table
 from suite.runtime.paths import PROJECT_ROOT
@@ -495,6 +496,7 @@ def build_report(
     compression, lm = compression_rows(records), lm_rows(records)
     if exps:
         write_table(csv_rows(exps), out_dir, "results", md=results_markdown(headline, details))
+        write_sections(out_dir)
     for table, rows in (
         ("speed", speed),
         ("gradient_flow", gradients),
