@@ -226,7 +226,7 @@ figures: install ## Run the measuring tools into results/$(FIGURES)/ (the tables
 	$(call figure,precision_check,)
 	$(call figure,dropout_bench,)
 	$(call figure,op_profile,experiment=mfu_standard --batch 8)
-	$(call figure,step_options,experiment=mfu_standard --batch 8)
+	$(call figure,step_options,experiment=mfu_standard --batch 8 --repeats 30)
 	$(call figure,rnn_padding,)
 	$(call figure,rnn_overhead,)
 	$(call figure,perf,--batch 8)

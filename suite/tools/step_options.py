@@ -6,9 +6,9 @@
 Every variant is the configured step (forward, backward, clip, optimizer, schedule: the step training takes) with one
 change, on a copy of the same weights and the same batch:
 
-- AdamW's three implementations: ``trainer.optimizer.foreach=false`` (a loop over the tensors),
-  ``foreach=true`` (torch's default on a CPU: one multi-tensor kernel per operation), ``fused=true`` (one kernel
-  for the whole update);
+- AdamW's three implementations: ``trainer.optimizer.foreach=false`` (a loop over the tensors: torch's default for
+  CPU tensors), ``foreach=true`` (one multi-tensor kernel per operation: its default on CUDA), ``fused=true`` (one
+  kernel for the whole update);
 - the attention kernel: under ``torch.nn.attention.sdpa_kernel``, the math backend (the weights materialised)
   against flash attention (what ``F.scaled_dot_product_attention`` picks on a CPU when it can);
 - any overrides given with ``--variant "name=override,override"``.
