@@ -120,7 +120,8 @@ def test_every_dataset_runs_end_to_end(task, dataset, data, tmp_path):
     assert record.status == "ok", record.error
     assert read_result(tmp_path / RESULT_FILE).dataset == dataset.split("=")[1]
     assert record.steps == 3 and 0.0 <= record.metrics["accuracy"] <= 1.0
-    assert record.artifacts == ["confusion_matrix.png"] and (tmp_path / "confusion_matrix.png").stat().st_size > 0
+    assert record.artifacts == ["predictions_test.jsonl", "confusion_matrix.png"]  # the per-example outputs, then the
+    assert (tmp_path / "confusion_matrix.png").stat().st_size > 0  # task's own artifacts
 
 
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
