@@ -14,6 +14,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
 from hydra import compose, initialize_config_dir
 
 from suite.runtime.compose import CONF
@@ -106,6 +107,7 @@ def overrides(command: str) -> list[str] | None:
     return out
 
 
+@pytest.mark.slow  # ~100 compositions, ~100 s; test_documented_runs (slow too) also runs each one at tiny size
 def test_every_documented_run_composes():
     failed = []
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
