@@ -1,6 +1,6 @@
 """Every ``python -m suite.run`` command the README and the docs show runs, at tiny size (slow).
 
-``test_documented_commands`` proves that each composes; this runs each one's job: the command's overrides
+Each is composed as Hydra would and its job run: the command's overrides
 (the first value of each sweep), the model shrunk, the data cut to its first lines where a task tokenizes
 whole files, and every budget cut to a step or a call. A command that reads a checkpoint
 (``job.checkpoint=<run dir>/checkpoints/best.pt``, a path or a variable) is given one trained from the same

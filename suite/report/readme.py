@@ -14,6 +14,7 @@ import argparse
 import re
 from pathlib import Path
 
+from suite.report.sections import split
 from suite.runtime.paths import PROJECT_ROOT
 
 README = PROJECT_ROOT / "README.md"
@@ -22,8 +23,8 @@ BLOCK = re.compile(r"(<!-- headline from (?P<report>\S+) -->\n)(?P<body>.*?)(<!-
 
 def headline(report: Path) -> str:
     """The report's headline table and the line that says where its figures come from."""
-    results = (report / "results.md").read_text()
-    table = [line for line in results.split("## ", 2)[1].splitlines() if line.startswith("|")]
+    glance = split((report / "results.md").read_text()).get("results-at-a-glance", "")
+    table = [line for line in glance.splitlines() if line.startswith("|")]
     if not table:
         raise ValueError(f"{report / 'results.md'} has no headline table ('## Results at a glance'); run make report")
     machine = (report / "machine.txt").read_text().strip()
