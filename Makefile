@@ -59,7 +59,7 @@ define bench_attention_recall
 	$(PAR) $(RUN) -m $(BENCH_RECALL) model/attention=$(BENCH_RECALL_OTHERS)
 endef
 
-.PHONY: help install data fashion-mnist test test-slow lint docs precision-check bench bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf figures gpu-check clean
+.PHONY: help install data fashion-mnist test test-slow lint docs precision-check bench bench-tuned bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf figures gpu-check clean
 
 help: ## List the commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -144,6 +144,33 @@ bench-side-lane:
 	$(PAR) $(RUN) -m $(BENCH_NEWS) task.seq_len=256 trainer.max_steps=$(BENCH_NEWS_LONG_STEPS) model=transformer,lstm
 	$(PAR) $(RUN) -m task=summarization model=lead hydra.sweep.dir=$(BENCH_DIR)/summarization \
 	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
+
+# make bench-tuned: an equal tuning budget (experiment=tune, docs/tuning.md) for the Transformer and the LSTM on
+# the five tasks of the tuned table, each at make bench's step budget and default settings (trial 0 of each
+# study), then the best and the default setting with three seeds; the studies one after another, each two
+# trials at a time; a killed run resumes (the same command). The report: results/$(TUNED_NAME)/.
+TUNED_DIR ?= runs/tuned
+TUNED_NAME ?= tuned
+TUNE_TRIALS ?= 12
+TUNE_MODELS ?= transformer lstm
+TUNE = $(RUN) -m experiment=tune tune.n_trials=$(TUNE_TRIALS)
+# BBC News topics at 256 and recall at 64 as make bench runs them (experiment=long_range's trainer).
+TUNE_LONG = trainer.batch_size=32 trainer.scheduler.warmup_steps=40 trainer.max_epochs=100 trainer.time_budget_s=null
+bench-tuned: data ## The tuned table (hours: docs/tuning.md): Transformer and LSTM tuned with one budget on five tasks, 3 seeds; results/tuned/
+	@mkdir -p $(TUNED_DIR) && date +%s > $(TUNED_DIR)/.started
+	@# A study that stops with an error does not stop the others; make fails at the end, after the report.
+	status=0; for m in $(TUNE_MODELS); do \
+	  $(TUNE) model=$$m task=sentiment hydra.sweep.dir=$(TUNED_DIR)/sentiment-sst2-$$m || status=1; \
+	  $(TUNE) model=$$m task=protein hydra.sweep.dir=$(TUNED_DIR)/protein-amp-$$m || status=1; \
+	  $(TUNE) model=$$m task=dna hydra.sweep.dir=$(TUNED_DIR)/dna-splice-$$m || status=1; \
+	  $(TUNE) model=$$m task=news_topic task.seq_len=256 trainer.max_steps=$(BENCH_NEWS_LONG_STEPS) $(TUNE_LONG) \
+	    hydra.sweep.dir=$(TUNED_DIR)/news_topic-L256-$$m || status=1; \
+	  $(TUNE) model=$$m task=recall task.seq_len=64 trainer.max_steps=600 trainer.stop_at=1.0 $(TUNE_LONG) \
+	    hydra.sweep.dir=$(TUNED_DIR)/recall-L64-$$m || status=1; \
+	done; echo $$status > $(TUNED_DIR)/.status
+	$(PYTHON) -m suite.report.tuned $(TUNED_DIR) --name $(TUNED_NAME)
+	@echo "make bench-tuned: $$(( $$(date +%s) - $$(cat $(TUNED_DIR)/.started) )) s (after set-up)"
+	@exit $$(cat $(TUNED_DIR)/.status)
 
 bench-attention: data ## make bench's efficient-attention part alone: every variant's speed at 1024 and 4096, recall at 128 (key at the end)
 	$(bench_attention_speed)

@@ -26,6 +26,7 @@ RANKS: dict[str, int] = {
     "tools": 8,  # command-line benchmarks that build whole jobs
     "run": 8,  # the entry point
     "compare": 8,  # ``python -m suite.compare``, the documented command for suite.report.compare
+    "tune": 8,  # experiment=tune: the study that drives whole runs (its sweeper: hydra_plugins/suite_tune)
 }
 
 

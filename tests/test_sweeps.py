@@ -19,20 +19,26 @@ from tests.conftest import CONF, compose_config, shrink
 ROOT = CONF.parent
 WITH_SUBDIR = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml") if "subdir:" in p.read_text())
 # compression sweeps methods over one trained checkpoint (which fixes the model): its subdir names the method.
-BY_ATTENTION = [e for e in WITH_SUBDIR if e != "compression"]
+# tune's sweeper names each job's subdir (its trial); its sweep directory names the model.
+BY_ATTENTION = [e for e in WITH_SUBDIR if e not in ("compression", "tune")]
 
 
-def subdir(*overrides: str) -> str:
-    """The sweep subdir a job of these overrides would get, resolved as Hydra resolves it at run time."""
+def resolved(key: str, *overrides: str) -> str:
+    """``key`` of a sweep job with these overrides, resolved as Hydra resolves it at run time."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
     with open_dict(cfg):
         cfg.hydra.job.num = 0
     HydraConfig.instance().set_config(cfg)
     try:
-        return str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
+        return str(OmegaConf.select(cfg, key))
     finally:
         HydraConfig.instance().cfg = None
+
+
+def subdir(*overrides: str) -> str:
+    """The sweep subdir a job of these overrides would get."""
+    return resolved("hydra.sweep.subdir", *overrides)
 
 
 def test_every_experiment_but_compression_sets_a_subdir_and_is_checked_here():
@@ -45,6 +51,13 @@ def test_two_attention_variants_get_two_directories(experiment):
         subdir(f"experiment={experiment}", "model=transformer", f"model/attention={a}") for a in ("full", "local")
     )
     assert full != local and "local" in local
+
+
+def test_two_studies_of_two_attention_variants_get_two_directories():
+    full, local = (
+        resolved("hydra.sweep.dir", "experiment=tune", "task=dna", f"model/attention={a}") for a in ("full", "local")
+    )
+    assert full == "runs/tune/dna-uci_splice_junction-L512-transformer" and local != full and "local" in local
 
 
 def test_a_recurrent_model_needs_no_attention_in_its_name():

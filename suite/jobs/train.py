@@ -31,17 +31,26 @@ def kept_predictions(task: Any, run_dir: Path) -> list[str]:
     return [str(write_predictions(task.predictions(), run_dir).relative_to(run_dir))]
 
 
-def train_job(cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker) -> dict[str, Any]:
+def train_job(
+    cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, test: bool = True
+) -> dict[str, Any]:
     """Fit on the training split, select on validation, evaluate test once with the fitted model; returns the record's
     fields.
 
     Under torchrun every rank trains; rank 0 alone scores test (each example once) and its record counts.
+    ``test=False`` (a tuning trial: ``experiment=tune``) stops after validation: the record holds validation metrics
+    only, and test is never looked at while a setting is chosen.
     """
-    return train(cfg, device, run_dir, tracker)[2]
+    return train(cfg, device, run_dir, tracker, score_test=test)[2]
 
 
 def train(
-    cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, task: Task | None = None
+    cfg: DictConfig,
+    device: torch.device,
+    run_dir: Path,
+    tracker: Tracker,
+    task: Task | None = None,
+    score_test: bool = True,
 ) -> tuple[Prepared, torch.nn.Module, dict[str, Any]]:
     """``job=train``'s work, for a job that goes on with the result: (the task and model it prepared, the best weights,
     the record's fields)."""
@@ -74,6 +83,8 @@ def train(
     )
     if not world.main:
         return prepared, fit.model, fields | {"speed": fit.speed}
+    if not score_test:
+        return prepared, fit.model, fields | dict(metrics={f"val_{k}": v for k, v in fit.val.items()}, speed=fit.speed)
     test, infer = trainer.score(fit.model, task, device, cfg.seed, "test")
     predictions = kept_predictions(task, run_dir)
     speed = fit.speed | infer

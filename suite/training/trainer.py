@@ -118,6 +118,8 @@ class Trainer:
         resume: 'auto' (continue from ``<checkpoint dir>/last.pt`` when it exists), 'never', or a path to a ``last.pt``.
         decay: 'matrices' (weight decay on layers' weight matrices only: not on biases, norms,
             embeddings, positions; ``suite/training/optim.py``) or 'all' (every parameter).
+        callbacks: more callbacks for every fit, after the standard ones (from config, e.g. ``experiment=tune``'s
+            report to the study).
     """
 
     def __init__(
@@ -141,6 +143,7 @@ class Trainer:
         checkpoint_every_s: float | None = 600.0,
         resume: str = "auto",
         decay: str = "matrices",
+        callbacks: Sequence[Callback] = (),
     ) -> None:
         if precision not in numerics.PRECISIONS:
             raise ValueError(f"trainer.precision must be one of {numerics.PRECISIONS}, got {precision!r}")
@@ -156,6 +159,7 @@ class Trainer:
         if decay not in ("matrices", "all"):
             raise ValueError(f"trainer.decay must be 'matrices' or 'all', got {decay!r}")
         self.decay = decay
+        self.injected = list(callbacks)
 
     def replan(self, optimizer: torch.optim.Optimizer, total: int, done: int) -> Any:
         """A fresh schedule over ``total`` steps, advanced to step ``done``."""
@@ -238,7 +242,7 @@ class Trainer:
 
         Args:
             checkpoint_dir: where ``best.pt`` and ``last.pt`` go (None: nothing written, no resume).
-            callbacks: run after the standard ones (``callbacks()``), e.g. a pruning schedule.
+            callbacks: run after the standard ones (``callbacks()``) and the configured ones, e.g. a pruning schedule.
             identity: what a checkpoint must have been written with to be resumed (the job passes
                 task, model, seed and trainer settings); a difference is refused, naming it.
             world: this process's rank and the number of processes (torchrun); rank 0 writes files.
@@ -267,7 +271,7 @@ class Trainer:
             primary=task.primary_metric,
             loader=train,
         )
-        hooks = Hooks(self.callbacks(task, checkpoint_dir, tracker) + list(callbacks))
+        hooks = Hooks(self.callbacks(task, checkpoint_dir, tracker) + self.injected + list(callbacks))
         saves = Saves(checkpoint_dir, (identity or {}) | {"world_size": world.size})
         position: dict[str, Any] | None = None
         if (path := self.resume_from(checkpoint_dir)) is not None:
