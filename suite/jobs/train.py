@@ -31,6 +31,23 @@ def kept_predictions(task: Any, run_dir: Path) -> list[str]:
     return [str(write_predictions(task.predictions(), run_dir).relative_to(run_dir))]
 
 
+def self_pretrained(cfg: DictConfig, prepared: Prepared, device: torch.device, run_dir: Path) -> dict[str, Any]:
+    """``pretrain=denoise``: the model's embedding and backbone pretrained in place on the task's training inputs
+    (``suite.training.pretrain``); the record's ``pretrain`` field ({} without it)."""
+    if not cfg.get("pretrain"):  # none, or pretrain=scratch
+        return {}
+    run = instantiate(cfg.pretrain)
+    fields = run(
+        prepared.model,
+        prepared.task,
+        lambda **kw: instantiate(cfg.trainer, **kw),
+        device,
+        cfg.seed,
+        run_dir / "pretrain",
+    )
+    return {"pretrain": fields}
+
+
 def train_job(
     cfg: DictConfig, device: torch.device, run_dir: Path, tracker: Tracker, test: bool = True
 ) -> dict[str, Any]:
@@ -57,6 +74,7 @@ def train(
     world = distributed.current()
     prepared = prepare(cfg, device, task)
     task = prepared.task
+    pretrained = self_pretrained(cfg, prepared, device, run_dir)
     trainer = instantiate(cfg.trainer)
     fit = trainer.fit(
         prepared.model,
@@ -80,6 +98,7 @@ def train(
         resumed_at=fit.resumed_at,
         world_size=world.size,
         backend=world.backend,
+        **pretrained,
     )
     if not world.main:
         return prepared, fit.model, fields | {"speed": fit.speed}

@@ -60,6 +60,9 @@ class ResultRecord:
     error: str | None = None
     curves: dict[str, list[float]] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)  # files the task wrote into the run directory (plots)
+    pretrain: dict[str, Any] = field(
+        default_factory=dict
+    )  # pretrain=denoise: objective, steps, seconds before the supervised fit (empty: trained from scratch)
     compression: dict[str, Any] = field(
         default_factory=dict
     )  # job=compress: the method, sizes, weights, speed against the uncompressed model (README)
