@@ -75,7 +75,7 @@ def test_tuned_tables_mark_only_significant_differences(tmp_path):
 
 def test_main_names_what_is_missing(tmp_path, capsys):
     assert main([str(tmp_path), "--out", str(tmp_path / "out")]) == 1
-    assert "experiment=tune" in capsys.readouterr().out
+    assert "experiment=tune" in capsys.readouterr().out  # what to run
 
 
 def test_pretrained_runs_form_their_own_arm_and_their_cost_is_shown(tmp_path):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from suite.report import formatting as fmt
 from suite.report.build import Experiment, OutputsOf, judged
@@ -97,6 +97,43 @@ def paired_by_seed(a: Arms, kinds: tuple[str, str], outputs: OutputsOf) -> list[
     return pairs if all(x is not None and y is not None for x, y in pairs) else []
 
 
+def setting_cells(a: Arms) -> dict[str, str]:
+    """The row's first cells: the task setting and the model."""
+    task, dataset, seq_len = a.setting
+    return {"task": task, "dataset": dataset, "length": str(seq_len or ""), "model": a.model}
+
+
+def report_main(
+    argv: list[str] | None,
+    description: str,
+    name: str,
+    find: Callable[..., list[Arms]],
+    build: Callable[[list[Arms], Path], dict[str, list[dict[str, str]]]],
+    missing: str,
+) -> int:
+    """The command of a two-arm report: ``RUNS... [--name NAME] [--out DIR]``; ``missing`` says what to run when
+    ``find`` finds nothing."""
+    import argparse
+
+    from suite.report.tables import markdown
+    from suite.runtime.paths import PROJECT_ROOT
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("runs", nargs="+", type=Path, help="directories of the runs")
+    parser.add_argument("--name", default=name, help="writes results/NAME/")
+    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "results")
+    args = parser.parse_args(argv)
+    arms = find(*args.runs)
+    if not arms:
+        print(f"nothing to report under {', '.join(map(str, args.runs))}: {missing}")
+        return 1
+    tables = build(arms, args.out / args.name)
+    for title, rows in tables.items():
+        print(f"## {title}\n\n{markdown(rows)}\n")
+    print(f"wrote {args.out / args.name}/")
+    return 0
+
+
 def gain_rows(arms: list[Arms], kinds: tuple[str, str], outputs: OutputsOf) -> list[dict[str, str]]:
     """The second arm minus the first for every model and setting, paired by seed and example."""
     rows = []
@@ -109,13 +146,9 @@ def gain_rows(arms: list[Arms], kinds: tuple[str, str], outputs: OutputsOf) -> l
         if pairs:
             diff = pooled_difference([x for x, _ in pairs], [y for _, y in pairs], metric, (kinds[1], kinds[0]))
             verdict = (f"**{diff}**" if diff.significant else f"≈ {diff}") + f", {len(pairs)} seeds"
-        task, dataset, seq_len = a.setting
         rows.append(
-            {
-                "task": task,
-                "dataset": dataset,
-                "length": str(seq_len or ""),
-                "model": a.model,
+            setting_cells(a)
+            | {
                 "metric": metric,
                 kinds[0]: cell(a.experiment(kinds[0]), metric, False),
                 kinds[1]: cell(a.experiment(kinds[1]), metric, False),

@@ -9,15 +9,12 @@ steps (the budget both arms are compared at) and its seconds.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from pathlib import Path
 
 from suite.report import formatting as fmt
-from suite.report.arms import Arms, gain_rows, headline_rows, outputs_of
-from suite.report.tables import markdown
+from suite.report.arms import Arms, gain_rows, headline_rows, outputs_of, report_main, setting_cells
 from suite.report.tuned import write_tables
-from suite.runtime.paths import PROJECT_ROOT
 from suite.runtime.record import find_results
 
 KINDS = ("scratch", "pretrained")
@@ -49,13 +46,9 @@ def cost_rows(arms: list[Arms]) -> list[dict[str, str]]:
         pre, tune = [r.pretrain["steps"] for r in runs], [r.steps or 0 for r in runs]
         scratch = [r.steps or 0 for r in a.finals.get("scratch", [])]
         token_accuracy = [r.pretrain.get("val_token_accuracy") or 0.0 for r in runs]
-        task, dataset, seq_len = a.setting
         rows.append(
-            {
-                "task": task,
-                "dataset": dataset,
-                "length": str(seq_len or ""),
-                "model": a.model,
+            setting_cells(a)
+            | {
                 "objective": "/".join(sorted({r.pretrain["objective"] for r in runs})),
                 "pretraining steps": f"{statistics.mean(pre):.0f}",
                 "fine-tuning steps": f"{statistics.mean(tune):.0f}",
@@ -78,21 +71,13 @@ def build(arms: list[Arms], out_dir: Path) -> dict[str, list[dict[str, str]]]:
     return tables
 
 
+def find_arms(*roots: Path) -> list[Arms]:
+    return [a for a in arms_of(find_results(*roots)) if a.finals.get("pretrained")]
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="run or sweep directories (scratch and pretrained runs)")
-    parser.add_argument("--name", default="pretrained", help="writes results/NAME/")
-    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "results")
-    args = parser.parse_args(argv)
-    arms = [a for a in arms_of(find_results(*args.runs)) if a.finals.get("pretrained")]
-    if not arms:
-        print(f"no pretrained run under {', '.join(map(str, args.runs))}: run with pretrain=denoise (docs/tuning.md)")
-        return 1
-    tables = build(arms, args.out / args.name)
-    for title, rows in tables.items():
-        print(f"## {title}\n\n{markdown(rows)}\n")
-    print(f"wrote {args.out / args.name}/")
-    return 0
+    missing = "run with pretrain=denoise (make bench-pretrained; docs/tuning.md)"
+    return report_main(argv, __doc__.splitlines()[0], "pretrained", find_arms, build, missing)
 
 
 if __name__ == "__main__":

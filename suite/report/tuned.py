@@ -9,15 +9,13 @@ and its setting; the time the trials took).
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
 
 from suite.report import formatting as fmt
-from suite.report.arms import Arms, gain_rows, headline_rows, outputs_of
+from suite.report.arms import Arms, gain_rows, headline_rows, outputs_of, report_main
 from suite.report.tables import markdown, write_table
-from suite.runtime.paths import PROJECT_ROOT
 from suite.runtime.record import RESULT_FILE, read_result
 
 SUMMARY_FILE = "tune.json"  # what suite.tune.driver writes into a study's directory
@@ -91,22 +89,8 @@ def build(studies: list[Arms], out_dir: Path) -> dict[str, list[dict[str, str]]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="directories holding studies (each with tune.json)")
-    parser.add_argument("--name", default="tuned", help="writes results/NAME/")
-    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "results")
-    args = parser.parse_args(argv)
-    studies = find_studies(*args.runs)
-    if not studies:
-        print(
-            f"no study (tune.json) under {', '.join(map(str, args.runs))}: run python -m suite.run -m experiment=tune"
-        )
-        return 1
-    tables = build(studies, args.out / args.name)
-    for title, rows in tables.items():
-        print(f"## {title}\n\n{markdown(rows)}\n")
-    print(f"wrote {args.out / args.name}/ from {len(studies)} studies")
-    return 0
+    missing = "run python -m suite.run -m experiment=tune (make bench-tuned; docs/tuning.md)"
+    return report_main(argv, __doc__.splitlines()[0], "tuned", find_studies, build, missing)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pickle
 import random
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import torch
@@ -70,6 +71,16 @@ def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     if state["cuda"] and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+@contextmanager
+def rng_kept() -> Iterator[None]:
+    """Every global random state as it was when the block began (``rng_state``), whatever the block drew."""
+    state = rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
 
 
 def loader_generators(loader: Any) -> list[torch.Generator]:

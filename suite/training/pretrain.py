@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from suite.runtime.files import atomic_save
-from suite.training.checkpoint import rng_state, set_rng_state
+from suite.training.checkpoint import rng_kept
 from suite.types import Batch
 
 log = logging.getLogger("suite.training.pretrain")
@@ -183,51 +183,32 @@ def pretrain(
         directory: where the pretraining checkpoints go (a killed run resumes there; a finished pretraining is read
             back from ``pretrained.pt`` and not repeated).
     """
-    state = rng_state()
-    try:
-        return pretrained(classifier, task, make_trainer, device, seed, directory, steps, objective, mask_rate, span)
-    finally:
-        set_rng_state(state)
-
-
-def pretrained(
-    classifier: nn.Module,
-    task: Any,
-    make_trainer: Callable[..., Any],
-    device: torch.device,
-    seed: int,
-    directory: Path | None,
-    steps: int,
-    objective: str,
-    mask_rate: float,
-    span: int,
-) -> dict[str, Any]:
-    """``pretrain``'s work: read back a finished pretraining, or run it (resuming from its ``last.pt``)."""
-    chosen = objective_for(classifier.backbone, objective)
-    model = TokenModel(classifier, vocabulary(classifier.content)).to(device)
-    done = directory / PRETRAINED if directory is not None else None
-    if done is not None and done.is_file():
-        saved = torch.load(done, map_location=device, weights_only=False)
-        classifier.load_state_dict(saved["weights"], strict=False)
-        log.info("pretrained weights read back from %s", done)
-        return saved["fields"]
-    trainer = make_trainer(max_steps=steps, max_epochs=10**6, stop_at=None, patience=0, callbacks=[])
-    fit = trainer.fit(model, DenoisingTask(task, chosen, mask_rate, span), device, seed, checkpoint_dir=directory)
-    fields = {
-        "objective": chosen,
-        "steps": fit.steps,
-        "epochs": fit.epochs,
-        "seconds": fit.train_seconds,
-        "mask_rate": mask_rate if chosen == "masked" else None,
-        "span": span if chosen == "masked" else None,
-        "val_token_accuracy": fit.val.get("token_accuracy"),
-    }
-    if done is not None:
-        atomic_save({"weights": shared_state(classifier), "fields": fields}, done)
-    log.info(
-        "pretrained (%s) for %d steps: validation token accuracy %.4g",
-        chosen,
-        fit.steps,
-        fields["val_token_accuracy"] or 0.0,
-    )
-    return fields
+    with rng_kept():
+        chosen = objective_for(classifier.backbone, objective)
+        model = TokenModel(classifier, vocabulary(classifier.content)).to(device)
+        done = directory / PRETRAINED if directory is not None else None
+        if done is not None and done.is_file():
+            saved = torch.load(done, map_location=device, weights_only=False)
+            classifier.load_state_dict(saved["weights"], strict=False)
+            log.info("pretrained weights read back from %s", done)
+            return saved["fields"]
+        trainer = make_trainer(max_steps=steps, max_epochs=10**6, stop_at=None, patience=0, callbacks=[])
+        fit = trainer.fit(model, DenoisingTask(task, chosen, mask_rate, span), device, seed, checkpoint_dir=directory)
+        fields = {
+            "objective": chosen,
+            "steps": fit.steps,
+            "epochs": fit.epochs,
+            "seconds": fit.train_seconds,
+            "mask_rate": mask_rate if chosen == "masked" else None,
+            "span": span if chosen == "masked" else None,
+            "val_token_accuracy": fit.val.get("token_accuracy"),
+        }
+        if done is not None:
+            atomic_save({"weights": shared_state(classifier), "fields": fields}, done)
+        log.info(
+            "pretrained (%s) for %d steps: validation token accuracy %.4g",
+            chosen,
+            fit.steps,
+            fields["val_token_accuracy"] or 0.0,
+        )
+        return fields
