@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from suite.report.readme import README, rewritten
+from suite.report.readme import README, copied_tables, rewritten
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,6 +26,14 @@ def test_a_retyped_headline_is_caught(tmp_path):
     text = README.read_text()
     tampered = re.sub(r"\*\*0\.\d+\*\*", "**0.999**", text, count=1)
     assert tampered != text and rewritten(tampered) == text
+
+
+def test_a_retyped_table_is_caught(tmp_path):
+    (tmp_path / "t.md").write_text("| a |\n|---|\n| 0.5 |\n")
+    text = "x\n<!-- table from t.md -->\n| a |\n|---|\n| 0.9 |\n<!-- table end -->\ny\n"
+    assert (
+        copied_tables(text, tmp_path) == "x\n<!-- table from t.md -->\n| a |\n|---|\n| 0.5 |\n<!-- table end -->\ny\n"
+    )
 
 
 def test_every_page_is_on_the_site_and_every_readme_link_exists():
@@ -59,7 +67,7 @@ def typed_figures(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if MEASURED.search(line)]
 
 
-BLOCK_OF_GENERATED = re.compile(r"<!-- headline from .*?<!-- headline end -->", re.S)
+BLOCK_OF_GENERATED = re.compile(r"<!-- (headline|table) from .*?<!-- \1 end -->", re.S)
 
 
 @pytest.mark.parametrize("page", [README, *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
@@ -74,3 +82,5 @@ def test_the_figure_check_sees_what_it_must():
     assert typed_figures("int8 ran 1.82x faster, 4.2 ms a call; accuracy 0.813; BLEU 16.5")
     assert not typed_figures("lr 3e-4, 300 steps, d_model 256, 8x8 digits, `1.5x` in code, p 0.1")
     assert not typed_figures("```\n1.82x\n```\n<!-- headline from r -->\n0.813\n<!-- headline end -->\n")
+    assert not typed_figures("<!-- table from t.md -->\n0.813\n<!-- table end -->\n")
+    assert typed_figures("<!-- table from t.md -->\n<!-- table end -->\n0.813\n")

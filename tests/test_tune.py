@@ -262,6 +262,7 @@ def run_study(sweep_dir: Path, *extra: str, **kwargs) -> subprocess.CompletedPro
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, **kwargs)
 
 
+@pytest.mark.slow  # about 40 s: the whole sweeper through Hydra (the loop itself is tested fast above)
 def test_a_study_runs_end_to_end_and_a_second_run_repeats_nothing(tmp_path):
     done = run_study(tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

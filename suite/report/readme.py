@@ -5,7 +5,9 @@
 
 The block sits between two markers; the opening one names the report directory it comes from
 (``results/<name>/``). Its table is that report's "Results at a glance" (``results.md``) and its
-caption the report's ``machine.txt``: the CPU kind, precision and commit of the runs.
+caption the report's ``machine.txt``: the CPU kind, precision and commit of the runs. Other tables are
+copied the same way from the file their opening marker names (``<!-- table from results/tuned/tuned_headline.md
+-->`` ... ``<!-- table end -->``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from suite.runtime.paths import PROJECT_ROOT
 
 README = PROJECT_ROOT / "README.md"
 BLOCK = re.compile(r"(<!-- headline from (?P<report>\S+) -->\n)(?P<body>.*?)(<!-- headline end -->)", re.S)
+TABLE = re.compile(r"(<!-- table from (?P<path>\S+) -->\n)(?P<body>.*?)(<!-- table end -->)", re.S)
 
 
 def headline(report: Path) -> str:
@@ -36,7 +39,13 @@ def rewritten(text: str, root: Path = PROJECT_ROOT) -> str:
     match = BLOCK.search(text)
     if match is None:
         raise ValueError("README.md has no '<!-- headline from results/<name> -->' ... '<!-- headline end -->' block")
-    return text[: match.start("body")] + headline(root / match["report"]) + text[match.end("body") :]
+    text = text[: match.start("body")] + headline(root / match["report"]) + text[match.end("body") :]
+    return copied_tables(text, root)
+
+
+def copied_tables(text: str, root: Path = PROJECT_ROOT) -> str:
+    """``text`` with every table block as the file its marker names (relative to ``root``)."""
+    return TABLE.sub(lambda m: m[1] + (root / m["path"]).read_text() + m[4], text)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,9 +22,19 @@ SUMMARY_FILE = "tune.json"  # what suite.tune.driver writes into a study's direc
 KINDS = ("default", "tuned")
 
 
+def wall_seconds(directory: Path) -> float:
+    """From the first run's start to the last one's end: each record's file time, less its wall seconds for the
+    start (a study resumed after a kill counts the time it stood still too)."""
+    spans = []
+    for path in directory.glob(f"*/{RESULT_FILE}"):
+        end = path.stat().st_mtime
+        spans.append((end - (read_result(path).wall_seconds or 0.0), end))
+    return max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0.0
+
+
 def read_study(directory: Path) -> Arms:
     summary = json.loads((directory / SUMMARY_FILE).read_text())
-    study = Arms(directory.name, summary=summary)
+    study = Arms(directory.name, summary=summary | {"wall_seconds": wall_seconds(directory)})
     for kind in KINDS:
         study.finals[kind] = []
         for name in summary["finals"][kind]:
@@ -58,8 +68,9 @@ def study_rows(studies: list[Arms]) -> list[dict[str, str]]:
                 "best trial": str(best["number"]) + (" (the default)" if best["number"] == 0 else ""),
                 "best validation": fmt.metric(best["value"]),
                 "best setting": setting_text(best["params"]),
-                "trials' time": fmt.seconds(summary.get("trial_seconds", 0.0)),
-                "final runs' time": fmt.seconds(sum(finals)),
+                "trials' time (summed)": fmt.seconds(summary.get("trial_seconds", 0.0)),
+                "final runs' time (summed)": fmt.seconds(sum(finals)),
+                "wall clock": fmt.seconds(summary["wall_seconds"]),
             }
         )
     return rows
