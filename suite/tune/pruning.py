@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import optuna
 
@@ -53,6 +52,3 @@ class ReportToStudy(Callback):
                 "trial %d pruned after epoch %d (validation %s %.4g)", self.number, state.epoch, state.primary, value
             )
             state.stop_reason = PRUNED
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
