@@ -33,6 +33,7 @@ from suite.jobs.prepare import model_label, planned_fields
 from suite.runtime import distributed, numerics
 from suite.runtime.device import resolve_device
 from suite.runtime.failures import Interrupted, status_of
+from suite.runtime.preemption import HeldWhileRecording
 from suite.runtime.record import (
     RESULT_FILE,
     ResultRecord,
@@ -164,26 +165,31 @@ def execute(
     )
     tracker: Tracker = NullTracker()
     err_seen: BaseException | None = None
-    try:
-        tracker = make_tracker(cfg, run_dir, multirun) if world.main else NullTracker()
-        job = instantiate(cfg.job)
-        record = ResultRecord(**(base | job(cfg=cfg, device=device, run_dir=run_dir, tracker=tracker)))
-    except Exception as err:  # noqa: BLE001 - every failure becomes a record; the sweep goes on
-        err_seen, status = err, status_of(err)
-        if status == "failed" and not isinstance(err, DataError):
-            log.error(
-                "run failed%s:\n%s", f" on rank {world.rank}" if world.distributed else "", traceback.format_exc()
+    with HeldWhileRecording() as signals:
+        try:
+            tracker = make_tracker(cfg, run_dir, multirun) if world.main else NullTracker()
+            job = instantiate(cfg.job)
+            record = ResultRecord(**(base | job(cfg=cfg, device=device, run_dir=run_dir, tracker=tracker)))
+        except Exception as err:  # noqa: BLE001 - every failure becomes a record; the sweep goes on
+            signals.hold()  # e.g. torchrun's SIGTERM to the ranks that outlive a dead one waits for the record
+            err_seen, status = err, status_of(err)
+            if status == "failed" and not isinstance(err, DataError):
+                log.error(
+                    "run failed%s:\n%s", f" on rank {world.rank}" if world.distributed else "", traceback.format_exc()
+                )
+            # What the task's config fixes (dataset, length), so a failed point keeps its place on a length axis.
+            record = ResultRecord(
+                status=status,
+                error=f"{type(err).__name__}: {err}",
+                **({"dataset": ""} | planned_fields(cfg.task) | base),
             )
-        # What the task's config fixes (dataset, length), so a failed point keeps its place on a length axis.
-        record = ResultRecord(
-            status=status, error=f"{type(err).__name__}: {err}", **({"dataset": ""} | planned_fields(cfg.task) | base)
-        )
-    record.wall_seconds = time.perf_counter() - started
-    tracker.finish(exit_code=0 if record.status in ("ok", "skipped") else 1)
-    if world.main:  # under torchrun, one record for the whole run
-        record.write(run_dir)
-    if isinstance(err_seen, Interrupted):
-        err_seen.forward()  # e.g. submitit requeues the job, which then resumes from last.pt
+        signals.hold()
+        record.wall_seconds = time.perf_counter() - started
+        tracker.finish(exit_code=0 if record.status in ("ok", "skipped") else 1)
+        if world.main:  # under torchrun, one record for the whole run
+            record.write(run_dir)
+        if isinstance(err_seen, Interrupted):
+            err_seen.forward()  # e.g. submitit requeues the job, which then resumes from last.pt
     return record
 
 

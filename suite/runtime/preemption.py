@@ -15,7 +15,7 @@ import os
 import signal
 import threading
 from types import FrameType
-from typing import Any
+from typing import Any, Callable
 
 log = logging.getLogger("suite.training.trainer")
 
@@ -24,6 +24,19 @@ def stop_signals() -> tuple[signal.Signals, ...]:
     """SIGTERM, SIGUSR1 and submitit's pre-emption signal (SIGUSR2 by default)."""
     submitit = getattr(signal, f"SIG{os.environ.get('SUBMITIT_PREEMPT_SIGNAL', 'USR2')}", signal.SIGUSR2)
     return tuple(dict.fromkeys((signal.SIGTERM, signal.SIGUSR1, submitit)))
+
+
+def install(handler: Callable[[int, FrameType | None], None]) -> dict[int, Any]:
+    """``handler`` for every stop signal; the handlers it replaced (none off the main thread: only it may set
+    them)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, handler) for sig in stop_signals()}
+
+
+def restore(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 class StopSignals:
@@ -39,14 +52,11 @@ class StopSignals:
         self.received = signum
 
     def __enter__(self) -> "StopSignals":
-        if threading.current_thread() is threading.main_thread():  # handlers can only be set there
-            for sig in stop_signals():
-                self.previous[sig] = signal.signal(sig, self._handle)
+        self.previous = install(self._handle)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
+        restore(self.previous)
 
     def forward(self) -> None:
         """Call the handler the received signal had before (e.g. submitit's checkpoint-and-requeue), if it was a
@@ -54,3 +64,45 @@ class StopSignals:
         handler = self.previous.get(self.received) if self.received is not None else None
         if callable(handler):
             handler(self.received, None)
+
+
+class HeldWhileRecording:
+    """Within ``with``: stop signals act as before until ``hold()``; from then on one waits until the exit.
+
+    The runner holds them from the moment a job ends until its record is on disk: torchrun sends
+    SIGTERM to the surviving ranks as soon as one dies, and the default action would end rank 0
+    between the failure and its record. On exit the held signal goes to the handler that was there
+    before (the default one ends the process, after the record).
+    """
+
+    def __init__(self) -> None:
+        self.holding = False
+        self.held: int | None = None
+        self.previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.holding:
+            self.held = self.held or signum
+        else:
+            self._deliver(signum, frame)
+
+    def _deliver(self, signum: int, frame: FrameType | None) -> None:
+        handler = self.previous.get(signum, signal.SIG_DFL)
+        if callable(handler):
+            handler(signum, frame)
+        elif handler == signal.SIG_DFL:  # the default action (termination) needs the default handler back
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+
+    def hold(self) -> None:
+        self.holding = True
+
+    def __enter__(self) -> "HeldWhileRecording":
+        self.previous = install(self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        restore(self.previous)
+        if self.held is not None:
+            log.warning("passing on %s now that the record is written", signal.Signals(self.held).name)
+            self._deliver(self.held, None)
