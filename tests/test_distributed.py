@@ -203,6 +203,7 @@ def test_a_rank_that_dies_fails_the_job_with_a_record_and_no_hang(tmp_path):
     os.kill(rank1, signal.SIGKILL)
     out = proc.communicate(timeout=300)[0]  # no hang: the job ends
     assert proc.returncode != 0
+    assert (tmp_path / RESULT_FILE).exists(), out[-3000:]  # what the ranks printed, should it fail again
     record = read_result(tmp_path / RESULT_FILE)
     # The next collective fails on the dead peer (even after torchrun's SIGTERM: interrupting needs the ranks'
     # agreement).
