@@ -14,6 +14,7 @@ from suite.training.pretrain import (
     PretrainError,
     TokenModel,
     objective_for,
+    shared_state,
     span_mask,
     vocabulary,
 )
@@ -56,6 +57,23 @@ def batch_of(task) -> Batch:
     batch = next(iter(task.loaders(8, 0)["train"]))
     batch.targets = torch.full_like(batch.targets, -100)  # a label the loss would choke on: none is read
     return batch
+
+
+@pytest.mark.parametrize("model", ["transformer", "lstm"])
+def test_the_backbone_reads_the_input_as_the_classifier_lays_it_out(model):
+    """[CLS] first where the classifier prepends one: each token at its fine-tuning position."""
+    task, classifier = tiny_classifier(model)
+    tokens = TokenModel(classifier, vocabulary(classifier.content)).eval()
+    batch = batch_of(task)
+    seen: list[torch.Tensor] = []
+    hook = classifier.backbone.register_forward_hook(lambda module, args, out: seen.append(args[0]))
+    with torch.no_grad():
+        classifier(batch.inputs, batch.pad_mask)
+        logits = tokens(batch.inputs, batch.pad_mask)
+    hook.remove()
+    assert torch.equal(seen[0], seen[1])
+    assert logits.shape[:2] == batch.inputs.shape
+    assert ("pooler.cls" in shared_state(classifier)) == (model == "transformer")
 
 
 def test_next_token_prediction_never_sees_the_token_it_predicts():

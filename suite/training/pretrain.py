@@ -76,6 +76,9 @@ def span_mask(pad_mask: Tensor | None, shape: torch.Size, rate: float, span: int
 class TokenModel(nn.Module):
     """The classifier's embedding, positions and backbone with a token output layer: (B, L) ids -> (B, L, V) logits.
 
+    The input is laid out as the classifier lays it out: its pooler's [CLS] (if any) first, so every token sits at the
+    position it has in the supervised fit and [CLS] is trained as context; [CLS]'s own output predicts nothing.
+
     Args:
         classifier: a ``suite.models.classifier.Classifier``; its modules are shared, not copied, so the supervised
             fit starts from what this model learns.
@@ -85,17 +88,22 @@ class TokenModel(nn.Module):
     def __init__(self, classifier: nn.Module, vocab: int) -> None:
         super().__init__()
         self.content, self.positions, self.backbone = classifier.content, classifier.positions, classifier.backbone
-        self.dropout = classifier.dropout
+        self.pooler, self.dropout = classifier.pooler, classifier.dropout
         d = classifier.backbone.d_model
         self.mask_vector = nn.Parameter(torch.zeros(d))
         self.out = nn.Linear(d, vocab)
 
-    def forward(self, ids: Tensor, pad_mask: Tensor | None = None, hidden: Tensor | None = None) -> Tensor:
+    def features(self, ids: Tensor, pad_mask: Tensor | None = None, hidden: Tensor | None = None) -> Tensor:
+        """(B, L) ids, (B, L) padding, (B, L) positions to hide -> (B, L, D), the backbone's output at the tokens."""
         x = self.content(ids)  # (B, L, D)
         if hidden is not None:
             x = torch.where(hidden[..., None], self.mask_vector.to(x.dtype), x)
-        h = self.backbone(self.dropout(self.positions(x)), pad_mask)  # (B, L, D)
-        return self.out(h)  # (B, L, V)
+        x, pad_mask = self.pooler.prepend(x, pad_mask)  # (B, P + L, D): P prepended, as in the classifier
+        h = self.backbone(self.dropout(self.positions(x)), pad_mask)  # (B, P + L, D)
+        return h[:, h.size(1) - ids.size(1) :]
+
+    def forward(self, ids: Tensor, pad_mask: Tensor | None = None, hidden: Tensor | None = None) -> Tensor:
+        return self.out(self.features(ids, pad_mask, hidden))  # (B, L, V)
 
 
 class DenoisingTask:
@@ -133,13 +141,14 @@ class DenoisingTask:
     def targets(self, model: TokenModel, batch: Batch, generator=None) -> tuple[Tensor, Tensor, Tensor]:
         """(logits (N, V), targets (N,)) at the scored positions, and how many were scored."""
         ids, pad = batch.inputs, batch.pad_mask
+        # The output layer (D x V, V in the thousands) only where a token is scored: most of the step's cost
+        # otherwise, and 85 % of it thrown away under masking.
         if self.objective == "masked":
             hidden = span_mask(pad, ids.shape, self.mask_rate, self.span, generator).to(ids.device)
-            logits = model(ids, pad, hidden)
-            return logits[hidden], ids[hidden], hidden.sum()
-        logits = model(ids, pad)[:, :-1]  # position t predicts token t + 1
+            return model.out(model.features(ids, pad, hidden)[hidden]), ids[hidden], hidden.sum()
+        h = model.features(ids, pad)[:, :-1]  # position t predicts token t + 1
         scored = torch.ones_like(ids[:, 1:], dtype=torch.bool) if pad is None else ~pad[:, 1:]
-        return logits[scored], ids[:, 1:][scored], scored.sum()
+        return model.out(h[scored]), ids[:, 1:][scored], scored.sum()
 
     def loss(self, model: nn.Module, batch: Batch) -> Tensor:
         logits, targets, _ = self.targets(model, batch)
@@ -158,8 +167,9 @@ class DenoisingTask:
 
 
 def shared_state(classifier: nn.Module) -> dict[str, Tensor]:
-    """The weights pretraining changes: the embedding, positions and backbone."""
-    return {k: v for k, v in classifier.state_dict().items() if k.split(".")[0] in ("content", "positions", "backbone")}
+    """The weights pretraining changes: the embedding, positions, [CLS] (the pooler's) and backbone."""
+    changed = ("content", "positions", "pooler", "backbone")
+    return {k: v for k, v in classifier.state_dict().items() if k.split(".")[0] in changed}
 
 
 def pretrain(
