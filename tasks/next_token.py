@@ -19,7 +19,7 @@ training frequencies (add-one), the floor a model must beat.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import torch
@@ -85,26 +85,38 @@ def training_windows(n_tokens: int, length: int) -> list[Window]:
     return [(a, 0) for a in range(0, n_tokens - length, length)]
 
 
-class Windows(Dataset):
-    """Windows of a stream: each item is (ids (length + 1,), offset of the first scored target)."""
+def document_index(stream: Tensor, eos_id: int) -> Tensor:
+    """(N,) the document each stream position belongs to: the index of the document whose text, or closing [EOS], is
+    there (-1 at the opening [EOS], which is never a target)."""
+    eos = (stream == eos_id).long()
+    return torch.cumsum(eos, 0) - eos - 1  # the [EOS]s strictly before a position, less the opening one
 
-    def __init__(self, stream: Tensor, windows: list[Window], length: int) -> None:
-        self.stream, self.windows, self.length = stream, windows, length
+
+class Windows(Dataset):
+    """Windows of a stream: each item is (ids (length + 1,), offset of the first scored target, and the document of
+    each target (length,) where ``documents`` (``document_index``) is given, else None)."""
+
+    def __init__(self, stream: Tensor, windows: list[Window], length: int, documents: Tensor | None = None) -> None:
+        self.stream, self.windows, self.length, self.documents = stream, windows, length, documents
 
     def __len__(self) -> int:
         return len(self.windows)
 
-    def __getitem__(self, i: int) -> tuple[Tensor, int]:
+    def __getitem__(self, i: int) -> tuple[Tensor, int, Tensor | None]:
         start, first = self.windows[i]
-        return self.stream[start : start + self.length + 1], first
+        docs = self.documents[start + 1 : start + self.length + 1] if self.documents is not None else None
+        return self.stream[start : start + self.length + 1], first, docs
 
 
-def window_collate(items: list[tuple[Tensor, int]]) -> Batch:
-    """Items of one length -> inputs (B, L), targets (B, L) shifted by one, extra['scored'] (B, L) bool."""
-    ids = torch.stack([w for w, _ in items])  # (B, L + 1)
-    first = torch.tensor([f for _, f in items])
-    scored = torch.arange(ids.size(1) - 1)[None, :] >= first[:, None]
-    return Batch(ids[:, :-1], ids[:, 1:], n_items=len(items), n_tokens=ids[:, :-1].numel(), extra={"scored": scored})
+def window_collate(items: list[tuple[Tensor, int, Tensor | None]]) -> Batch:
+    """Items of one length -> inputs (B, L), targets (B, L) shifted by one, extra['scored'] (B, L) bool, and
+    extra['document'] (B, L), each target's document, where the windows know them."""
+    ids = torch.stack([w for w, _, _ in items])  # (B, L + 1)
+    first = torch.tensor([f for _, f, _ in items])
+    extra = {"scored": torch.arange(ids.size(1) - 1)[None, :] >= first[:, None]}
+    if all(d is not None for _, _, d in items):
+        extra["document"] = torch.stack([d for _, _, d in items])
+    return Batch(ids[:, :-1], ids[:, 1:], n_items=len(items), n_tokens=ids[:, :-1].numel(), extra=extra)
 
 
 def scored_nll(model: nn.Module, inputs: Tensor, targets: Tensor, scored: Tensor) -> Tensor:
@@ -126,21 +138,49 @@ def scored_nll(model: nn.Module, inputs: Tensor, targets: Tensor, scored: Tensor
 
 @dataclass
 class Tally:
-    """Sums over scored targets, turned into the metrics at the end."""
+    """Sums over scored targets, turned into the metrics at the end; per document too, where the batches name each
+    target's document (``documents()``: what a paired comparison of two models resamples)."""
 
     nll: float = 0.0  # nats
     unigram_nll: float = 0.0
     tokens: int = 0
     bytes: int = 0
+    parts: list[tuple[Tensor, Tensor, Tensor]] = field(default_factory=list)  # (document, nll, bytes) per target
 
-    def add(self, nll: Tensor, targets: Tensor, scored: Tensor, token_bytes: Tensor, unigram: Tensor) -> None:
+    def add(
+        self,
+        nll: Tensor,
+        targets: Tensor,
+        scored: Tensor,
+        token_bytes: Tensor,
+        unigram: Tensor,
+        documents: Tensor | None = None,
+    ) -> None:
         """nll (N,) of the scored targets (``scored_nll``), targets and scored (B, L); token_bytes and unigram (V,)
-        tables on the targets' device."""
+        tables on the targets' device; documents (B, L), each target's document, or None."""
         picked = targets[scored]
         self.nll += nll.double().sum().item()
         self.unigram_nll += unigram[picked].double().sum().item()
         self.tokens += int(scored.sum())
         self.bytes += int(token_bytes[picked].sum())
+        if documents is not None:
+            self.parts.append((documents[scored].cpu(), nll.double().cpu(), token_bytes[picked].cpu()))
+
+    def documents(self) -> list[dict[str, Any]]:
+        """Per document with a scored target, in the split's order: 'id' (its index), 'nll' (nats summed over its
+        targets), 'tokens' and 'bytes' (of those targets)."""
+        if not self.parts:
+            return []
+        docs, nll, size = (torch.cat(x) for x in zip(*self.parts))
+        n = int(docs.max()) + 1
+        sums = torch.zeros(n, dtype=torch.float64).index_add_(0, docs, nll)
+        tokens = torch.bincount(docs, minlength=n)
+        size = torch.bincount(docs, weights=size.double(), minlength=n)
+        return [
+            {"id": k, "nll": sums[k].item(), "tokens": int(tokens[k]), "bytes": int(size[k])}
+            for k in range(n)
+            if tokens[k] > 0
+        ]
 
     def metrics(self) -> dict[str, float]:
         loss = self.nll / max(1, self.tokens)
@@ -182,6 +222,7 @@ class NextTokenTask:
         self.length, self.stride, self.tie_output = seq_len, stride, tie_output
         self.corpus: Corpus | None = None
         self.unigram: Tensor | None = None
+        self.latest: Tally | None = None
 
     def setup(self) -> None:
         if self.corpus is None:
@@ -215,7 +256,10 @@ class NextTokenTask:
         }
         for split in ("val", "test"):
             windows = Windows(
-                streams[split], sliding_windows(len(streams[split]), self.length, self.stride), self.length
+                streams[split],
+                sliding_windows(len(streams[split]), self.length, self.stride),
+                self.length,
+                document_index(streams[split], self.ready.eos_id),
             )
             loaders[split] = DataLoader(windows, batch_size=eval_batch_size or batch_size, collate_fn=window_collate)
         return loaders
@@ -273,7 +317,14 @@ class NextTokenTask:
         token_bytes, unigram = self.ready.token_bytes.to(device), self.unigram.to(device)
         for batch in batches:
             scored = batch.extra["scored"]
-            tally.add(
-                scored_nll(model, batch.inputs, batch.targets, scored), batch.targets, scored, token_bytes, unigram
-            )
+            nll = scored_nll(model, batch.inputs, batch.targets, scored)
+            tally.add(nll, batch.targets, scored, token_bytes, unigram, batch.extra.get("document"))
+        self.latest = tally
         return tally.metrics()
+
+    def predictions(self) -> list[dict[str, Any]]:
+        """The latest evaluation per document of its split (``Tally.documents``): summed over documents, the record's
+        loss, perplexity and bits per byte."""
+        if self.latest is None:
+            raise RuntimeError(f"task {self.name!r}: predictions() before any evaluate()")
+        return self.latest.documents()

@@ -15,7 +15,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 import torch
 import torch.nn.functional as F
@@ -41,6 +41,16 @@ class TextPair:
 
 
 Scorer = Callable[[list[str], list[TextPair]], dict[str, float]]
+
+
+@runtime_checkable
+class ScoresEachExample(Protocol):
+    """Optional for a ``Scorer`` whose metrics are means over examples (ROUGE; not corpus BLEU): each example's own
+    scores, written beside its output so two runs can be compared example by example."""
+
+    def per_example(self, hypotheses: list[str], pairs: list[TextPair]) -> list[dict[str, float]]: ...
+
+
 Search = Callable[..., list[list[int]]]  # suite.generation.search.greedy / beam_search with their options bound
 
 
@@ -387,14 +397,13 @@ class Seq2SeqTask:
             if group in ("train", "val"):
                 continue
             path = Path(run_dir) / f"outputs_{group}.jsonl"
+            order = sorted(texts)
+            pairs = [self.examples[i] for i in order]
+            rows = [{"source": p.source, "reference": p.target, "output": texts[i]} for i, p in zip(order, pairs)]
+            if isinstance(self.scorer, ScoresEachExample):
+                for row, scores in zip(rows, self.scorer.per_example([texts[i] for i in order], pairs)):
+                    row["scores"] = scores
             with path.open("w", encoding="utf-8") as f:
-                for i, text in sorted(texts.items()):
-                    pair = self.examples[i]
-                    f.write(
-                        json.dumps(
-                            {"source": pair.source, "reference": pair.target, "output": text}, ensure_ascii=False
-                        )
-                        + "\n"
-                    )
+                f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
             written.append(path)
         return written

@@ -112,13 +112,21 @@ class Rouge:
 
         self.scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
 
+    def f1(self, reference: str, hypothesis: str) -> dict[str, float]:
+        """F1 x 100 per ROUGE type of one hypothesis."""
+        return {key: 100 * score.fmeasure for key, score in self.scorer.score(reference, hypothesis).items()}
+
     def mean_f1(self, pairs: list[tuple[str, str]]) -> dict[str, float]:
         """(reference, hypothesis) pairs -> mean F1 x 100 per ROUGE type."""
         totals = dict.fromkeys(ROUGE_TYPES, 0.0)
         for reference, hypothesis in pairs:
-            for key, score in self.scorer.score(reference, hypothesis).items():
-                totals[key] += score.fmeasure
-        return {key: 100 * total / max(1, len(pairs)) for key, total in totals.items()}
+            for key, score in self.f1(reference, hypothesis).items():
+                totals[key] += score
+        return {key: total / max(1, len(pairs)) for key, total in totals.items()}
+
+    def per_example(self, hypotheses: list[str], pairs: list[TextPair]) -> list[dict[str, float]]:
+        """Each hypothesis's ROUGE against its main reference: their mean is the unprefixed metrics."""
+        return [self.f1(p.target, h) for h, p in zip(hypotheses, pairs)]
 
     def __call__(self, hypotheses: list[str], pairs: list[TextPair]) -> dict[str, float]:
         metrics = self.mean_f1([(p.target, h) for h, p in zip(hypotheses, pairs)])

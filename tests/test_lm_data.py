@@ -17,7 +17,16 @@ from torch.utils.data import DataLoader
 from suite.run import execute
 from suite.runtime.record import RESULT_FILE, read_result
 from tasks.language_model import build, first_occurrences, load
-from tasks.next_token import Corpus, Tally, Windows, scored_nll, sliding_windows, training_windows, window_collate
+from tasks.next_token import (
+    Corpus,
+    Tally,
+    Windows,
+    document_index,
+    scored_nll,
+    sliding_windows,
+    training_windows,
+    window_collate,
+)
 from tests.conftest import LM_VOCAB as V
 from tests.conftest import TINY_LM, compose_config, need_data, shrink, tiny_lm
 
@@ -193,6 +202,38 @@ def test_exact_context_scores_each_drawn_target_with_exactly_c_tokens(model):
             assert task.evaluate(net, batches[c], torch.device("cpu"))["loss"] == pytest.approx(
                 sum(brute) / len(brute), rel=1e-5
             )
+
+
+@pytest.mark.parametrize("model", ["transformer", "lstm"])
+def test_per_document_sums_are_each_documents_own_targets(model):
+    # Stride 3 over a stream of documents of 1-9 tokens: windows straddle documents, and each target's loss goes to
+    # the document whose text (or closing [EOS]) it is.
+    length, eos = 8, 3
+    gen = torch.Generator().manual_seed(0)
+    docs = [torch.randint(4, V, (int(n),), generator=gen).tolist() for n in torch.randint(1, 10, (9,), generator=gen)]
+    stream = torch.tensor([eos] + [t for d in docs for t in (*d, eos)])
+    task = build("language_model", seq_len=length, stride=3)
+    task.corpus = Corpus(
+        documents={}, streams={"val": stream}, tokenizer=None, token_bytes=torch.arange(V) % 3, eos_id=eos, pad_id=0
+    )
+    task.unigram = torch.zeros(V)
+    windows = Windows(stream, sliding_windows(len(stream), length, 3), length, document_index(stream, eos))
+    net = tiny_lm(model, context=length)
+    with torch.no_grad():
+        metrics = task.evaluate(net, DataLoader(windows, batch_size=4, collate_fn=window_collate), torch.device("cpu"))
+        per_target = {}  # stream position -> nll, as the windows score it
+        for start, first in windows.windows:
+            logp = torch.log_softmax(net(stream[start : start + length][None])[0], -1)
+            for j in range(first, min(length, len(stream) - 1 - start)):
+                per_target[start + 1 + j] = -logp[j, stream[start + 1 + j]].item()
+    rows = task.predictions()
+    assert [r["id"] for r in rows] == list(range(len(docs)))
+    ends = torch.cumsum(torch.tensor([len(d) + 1 for d in docs]), 0).tolist()  # each document's closing [EOS]
+    for row, end, doc in zip(rows, ends, docs):
+        mine = range(end - len(doc), end + 1)
+        assert row["tokens"] == len(doc) + 1 and row["bytes"] == int((torch.arange(V) % 3)[stream[list(mine)]].sum())
+        assert row["nll"] == pytest.approx(sum(per_target[p] for p in mine), rel=1e-5)
+    assert sum(r["nll"] for r in rows) / sum(r["tokens"] for r in rows) == pytest.approx(metrics["loss"], rel=1e-9)
 
 
 def test_bits_per_byte_and_perplexity_formulas():

@@ -101,3 +101,26 @@ def test_saturation_is_where_the_curve_comes_within_tolerance_of_its_best():
         saturation([10, 25, 50, 100], [194.0, 187.0, 188.0, 193.0], 0.01) == 25
     )  # worse at the full window: the best counts
     assert saturation([10, 25], [100.0, 120.0], 0.01) == 10
+
+
+def test_lm_runs_keep_per_document_losses_and_the_table_pairs_them(tmp_path, bbc_dir):
+    """Each training run writes its test documents' summed losses (they add up to its record's loss); the table gives
+    every model of a setting its bits per byte against the best one's, paired by document."""
+    from suite.report.lm_tables import main
+    from suite.runtime.predictions import read_predictions
+
+    records = {m: run(tmp_path / "runs" / m, bbc_dir, f"model={m}") for m in ("transformer", "lstm")}
+    for m, record in records.items():
+        assert record.status == "ok", record.error
+        rows = read_predictions(tmp_path / "runs" / m)
+        assert sum(r["nll"] for r in rows) / sum(r["tokens"] for r in rows) == pytest.approx(record.metrics["loss"])
+    assert main([str(tmp_path / "runs"), "--out", str(tmp_path / "out")]) == 0
+    table = (tmp_path / "out" / "lm.md").read_text()
+    worse = max(records, key=lambda m: records[m].metrics["bits_per_byte"])
+    best = min(records, key=lambda m: records[m].metrics["bits_per_byte"])
+    line = next(row for row in table.splitlines() if f"| {worse} " in row)
+    assert (
+        f"against {best}" in line
+        and "[" in line
+        and "| best |" in next(row for row in table.splitlines() if f"| {best} " in row)
+    )

@@ -15,6 +15,8 @@ from suite.report.significance import (
     Outputs,
     classification_difference,
     corpus_bootstrap,
+    loss_difference,
+    mean_difference,
     pooled_difference,
     text_difference,
 )
@@ -129,3 +131,72 @@ def test_seeds_are_pooled_pair_by_pair(pair):
         pooled_difference([one[0]], [texts(y)], "accuracy")
     with pytest.raises(NotPaired, match="pair them by seed"):
         pooled_difference([one[0]], [], "accuracy")
+
+
+def documents(seed: int, n: int = 200, worse: float = 0.0):
+    """Per-document rows of a language model's test scoring: ~3.5 nats a token, ``worse`` more for a weaker one."""
+    rng = np.random.default_rng(seed)
+    tokens = np.random.default_rng(99).integers(5, 80, n)  # the same documents for every model
+    nll = tokens * (3.5 + worse + rng.normal(0, 0.4, n))
+    return [
+        {"id": i, "nll": float(x), "tokens": int(t), "bytes": int(4 * t + i % 3)}
+        for i, (x, t) in enumerate(zip(nll, tokens))
+    ]
+
+
+def bits_per_byte(rows) -> float:
+    return sum(r["nll"] for r in rows) / (np.log(2) * sum(r["bytes"] for r in rows))
+
+
+@pytest.mark.parametrize("metric", ["bits_per_byte", "perplexity"])
+def test_a_language_models_difference_recomputes_the_metric_from_each_resamples_sums(metric):
+    """Documents resampled; per resample the metric is the ratio of the resample's sums, as the task computes it over
+    the split (not a mean of per-document ratios): the same interval as a direct recomputation per resample."""
+    a, b = documents(0), documents(1, worse=0.3)
+    diff = loss_difference(a, b, metric, resamples=300, seed=5)
+    score = {
+        "bits_per_byte": bits_per_byte,
+        "perplexity": lambda rows: np.exp(sum(r["nll"] for r in rows) / sum(r["tokens"] for r in rows)),
+    }[metric]
+    assert diff.delta == pytest.approx(score(a) - score(b))
+    direct = stats.bootstrap(
+        (np.arange(len(a)),),
+        lambda i: score([a[k] for k in i]) - score([b[k] for k in i]),
+        vectorized=False,
+        n_resamples=300,
+        method="percentile",
+        random_state=5,
+    ).confidence_interval
+    assert (diff.low, diff.high) == pytest.approx((direct.low, direct.high))
+    assert diff.significant and diff.high < 0 and diff.p_value < 0.01  # A is the better model: fewer bits
+    same = loss_difference(a, documents(2), "bits_per_byte")
+    assert not same.significant and same.p_value > 0.05
+
+
+def test_language_models_scored_on_other_targets_are_refused_by_name():
+    a, b = documents(0), documents(1)
+    b[7] = {**b[7], "tokens": b[7]["tokens"] + 1}
+    with pytest.raises(NotPaired, match="test document 7 .* not the same test targets"):
+        loss_difference(a, b)
+    with pytest.raises(NotPaired, match="200 test documents"):
+        loss_difference(a, b[:-1])
+    with pytest.raises(ValueError, match="no paired test for the metric 'accuracy'"):
+        loss_difference(a, a, "accuracy")
+
+
+def test_per_example_scores_are_paired_as_a_mean_and_pooled_by_kind(pair):
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(30, 10, 400), rng.normal(28, 10, 400)
+    diff = mean_difference(x, y, "rougeL", resamples=300, seed=1)
+    direct = stats.bootstrap(
+        (x, y), lambda u, v: u.mean() - v.mean(), paired=True, vectorized=False, n_resamples=300,
+        method="percentile", random_state=1,
+    ).confidence_interval  # fmt: skip
+    assert diff.delta == pytest.approx(x.mean() - y.mean())
+    assert (diff.low, diff.high) == pytest.approx((direct.low, direct.high))
+    texts = lambda s: Outputs(  # noqa: E731
+        texts=[{"reference": f"r{i}", "output": "o", "scores": {"rougeL": v}} for i, v in enumerate(s)]
+    )
+    assert pooled_difference([texts(x)], [texts(y)], "rougeL").delta == pytest.approx(diff.delta)
+    lm = pooled_difference([Outputs(predictions=documents(0))] * 2, [Outputs(predictions=documents(1))] * 2, "loss")
+    assert lm.n == 400 and lm.metric == "loss"

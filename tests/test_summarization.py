@@ -1,5 +1,6 @@
 """Summarization: AESLC and BBC reading and splitting, glued sentences, Lead-k, and ROUGE as rouge-score gives it."""
 
+import json
 from collections import Counter
 
 import pytest
@@ -97,6 +98,20 @@ def test_task_rouge_equals_rouge_score_called_directly(aeslc):
         assert metrics[key] == pytest.approx(expected[key], abs=1e-9)
         assert metrics[f"ann_{key}"] == pytest.approx(annotated[key], abs=1e-9)
     assert 0 < metrics["rougeL"] < 100
+
+
+def test_the_outputs_file_gives_each_examples_rouge_whose_mean_is_the_metric(aeslc, tmp_path):
+    """What a paired comparison of two summarizers resamples (suite.report.significance.mean_difference)."""
+    task = tiny_task(aeslc)
+    metrics = task.evaluate(Lead(1), task.loaders(16, seed=0, eval_batch_size=16)["test"], torch.device("cpu"))
+    (path,) = task.write_artifacts(Lead(1), tmp_path, torch.device("cpu"))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(rows) == 70 and {"rouge1", "rouge2", "rougeL"} == rows[0]["scores"].keys()
+    for key in ("rouge1", "rouge2", "rougeL"):
+        assert sum(r["scores"][key] for r in rows) / len(rows) == pytest.approx(metrics[key], abs=1e-9)
+    assert rows[3]["scores"]["rougeL"] == pytest.approx(
+        direct_rouge([rows[3]["output"]], [rows[3]["reference"]])["rougeL"]
+    )
 
 
 def test_neural_model_is_scored_on_decoded_text(aeslc):

@@ -3,7 +3,8 @@
 An ``Arms`` holds one model's runs on one task setting in two kinds, each run a seed. Two tables:
 
 - the headline: each model in each arm (mean ± std over seeds), and the model against model difference in each arm,
-  paired by seed and example (``suite.report.significance``); a winner in bold only where the interval excludes zero;
+  paired by seed and example (``suite.report.significance``); a winner in bold only where the difference is
+  significant (``Difference.significant``);
 - the gain: the second arm minus the first for every model, paired the same way.
 """
 

@@ -210,8 +210,8 @@ def judged(
 ) -> tuple[str | None, str]:
     """(the winner, or None; the verdict in words): the best mean against the runner-up's, paired by seed and example.
 
-    A winner only where the difference's interval excludes zero; '≈' where it does not; where the runs kept no
-    per-example outputs (older runs), no winner and no test."""
+    A winner only where the difference is significant (its interval excludes zero, the permutation test agrees);
+    '≈' where it is not; where the runs kept no per-example outputs (older runs), no winner and no test."""
     if len(means) < 2:
         return None, ""
     top, second = sorted(means, key=means.get, reverse=True)[:2]
@@ -427,8 +427,8 @@ INTRO = {
     "training throughput over the recurrent one's in the same runs. The best is in bold only where it beats the "
     "runner-up by more than chance: the difference of the two on the same test examples (pooled over the seeds "
     "both ran) with its 95 % paired bootstrap interval and a paired permutation test's p-value "
-    "(suite.report.significance); '≈' where the interval holds zero. Untuned: each model at its configured "
-    "settings, one budget.",
+    "(suite.report.significance); '≈' where the interval holds zero or p is 0.05 or more. Untuned: each model at its "
+    "configured settings, one budget.",
     "speed": "One row per point: real (non-pad) tokens per second, the median of timed calls (IQR beside the step "
     "time), peak memory per call, FLOPs from torch's counter, MFU against the matmul peak of the point's precision.",
     "gradient flow": "The norm of the loss gradient at distance d from the output, relative "
@@ -493,7 +493,7 @@ def build_report(
         efficiency_rows(records),
         lra_rows(records),
     )
-    compression, lm = compression_rows(records), lm_rows(records)
+    compression, lm = compression_rows(records), lm_rows(records, outputs)
     if exps:
         write_table(csv_rows(exps), out_dir, "results", md=results_markdown(headline, details))
         write_sections(out_dir)

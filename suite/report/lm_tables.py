@@ -4,7 +4,8 @@
     results/lm
 
 - ``lm.md`` / ``lm.csv``: every language-model training run (one row per run): parameters,
-  steps, training time, test perplexity and bits per byte, the unigram baseline; and, where
+  steps, training time, test perplexity and bits per byte, the unigram baseline; its bits per byte
+  against the best model's of the same setting and seed, paired by test document; and, where
   measured, the context beyond which it stops improving.
 - ``context_use.png``: test perplexity against the context c, one line per model (``job=context_use``).
 - ``generation_cost.png``: time per generated token and decoding-state memory against the
@@ -14,7 +15,9 @@
 from __future__ import annotations
 
 import argparse
+from collections import defaultdict
 from pathlib import Path
+from typing import Callable
 
 import matplotlib
 
@@ -23,6 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from suite.report import formatting as fmt  # noqa: E402
 from suite.report.plots import model_order, save  # noqa: E402
+from suite.report.significance import Outputs, pooled_difference, run_outputs  # noqa: E402
 from suite.report.tables import write_table  # noqa: E402
 from suite.runtime.record import ResultRecord, find_results, trainer_name  # noqa: E402
 
@@ -39,10 +43,40 @@ def lm_runs(records: list[ResultRecord]) -> list[ResultRecord]:
     return [r for r in records if r.task == TASK and r.status == "ok" and "perplexity" in r.metrics]
 
 
-def lm_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
+def against_best(runs: list[ResultRecord], outputs: Callable[[ResultRecord], Outputs | None]) -> dict[int, str]:
+    """id(run) -> its test bits per byte minus the best run's of its group (same dataset, context, trainer and seed),
+    paired by test document (``suite.report.significance``); '≈' where it is not significant."""
+    groups: dict[tuple, list[ResultRecord]] = defaultdict(list)
+    for r in runs:
+        groups[(r.dataset, r.seq_len, trainer_name(r), r.seed)].append(r)
+    cells: dict[int, str] = {}
+    for group in (g for g in groups.values() if len(g) > 1):
+        best = min(group, key=lambda r: r.metrics["bits_per_byte"])
+        cells[id(best)] = "best"
+        for r in (r for r in group if r is not best):
+            kept = outputs(r), outputs(best)
+            if None in kept:
+                cells[id(r)] = "not tested: no per-document test outputs"
+                continue
+            try:
+                diff = pooled_difference([kept[0]], [kept[1]], "bits_per_byte", (label(r), label(best)))
+            except ValueError as err:  # NotPaired: other documents or targets
+                cells[id(r)] = f"not tested: {err}"
+                continue
+            cells[id(r)] = f"{'' if diff.significant else '≈ '}{diff} against {label(best)}"
+    return cells
+
+
+def lm_rows(
+    records: list[ResultRecord], outputs: Callable[[ResultRecord], Outputs | None] = lambda record: None
+) -> list[dict[str, str]]:
+    """One row per language-model run; where a group has several models, each one's bits per byte against the best's,
+    with its paired interval (``against_best``)."""
     rows = []
     key = model_order(records)
-    for r in sorted(lm_runs(records), key=lambda r: (r.dataset, r.seq_len or 0, key(r.model))):
+    runs = lm_runs(records)
+    compared = against_best(runs, outputs)
+    for r in sorted(runs, key=lambda r: (r.dataset, r.seq_len or 0, key(r.model))):
         m = r.metrics
         rows.append(
             {
@@ -55,6 +89,7 @@ def lm_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
                 "train time": f"{r.train_seconds or 0:.0f} s",
                 "test perplexity": fmt.metric(m["perplexity"]),
                 "test bits/byte": fmt.metric(m["bits_per_byte"]),
+                "bits/byte − best's (95 % CI)": compared.get(id(r), ""),
                 "val perplexity": fmt.metric(m.get("val_perplexity", float("nan"))),
                 "unigram perplexity": fmt.metric(m["unigram_perplexity"]),
                 "stops improving at": f"{m['context_saturation']:.0f}" if "context_saturation" in m else "",
@@ -126,8 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", type=Path, help="run or sweep directories")
     parser.add_argument("--out", type=Path, default=Path("results/lm"), help="where the table and figures go")
     args = parser.parse_args(argv)
-    records = [r for _, r in find_results(*args.runs)]
-    rows = lm_rows(records)
+    found = find_results(*args.runs)
+    records, directory = [r for _, r in found], {id(r): path for path, r in found}
+    rows = lm_rows(records, lambda r: run_outputs(directory[id(r)]))
     if rows:
         write_table(rows, args.out, "lm")
     written = [

@@ -11,8 +11,11 @@ sequence-to-sequence run's ``outputs_<test set>.jsonl``). The difference of the 
 
 Accuracy, macro-F1 and MCC are recomputed by scikit-learn on every resample; BLEU and chrF from sacrebleu's own
 per-sentence sufficient statistics (the corpus score of each resample, as sacrebleu's paired bootstrap computes it;
-the tests check the two bootstraps agree).
-A difference is called a win only when its interval excludes zero.
+the tests check the two bootstraps agree); ROUGE, a mean over examples, from each example's score (written beside
+its output); a language model's perplexity and bits per byte from each test document's summed token losses, the
+metric recomputed from the resample's sums.
+A difference is called a win only when its interval excludes zero and the permutation test agrees (p < 0.05): on
+a few examples the two can disagree, and neither alone is then trusted.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import numpy as np
 
 RESAMPLES = 1000
 SEED = 0
+ALPHA = 0.05  # the permutation test's level, beside the 95 % interval
 
 
 @dataclass(frozen=True)
@@ -40,8 +44,8 @@ class Difference:
 
     @property
     def significant(self) -> bool:
-        """The interval excludes zero."""
-        return self.low > 0 or self.high < 0
+        """The interval excludes zero and the permutation test rejects no difference at 5 %."""
+        return (self.low > 0 or self.high < 0) and self.p_value < ALPHA
 
     def __str__(self) -> str:
         # With 1,000 resamples the smallest p-value a test can give is about 0.001 (0.002 two-sided): printed as is.
@@ -63,6 +67,35 @@ def paired_labels(a: list[dict[str, Any]], b: list[dict[str, Any]], names: tuple
                 f"(label {y['label']}): not the same test split"
             )
     return np.array([x["label"] for x in a])
+
+
+def paired_test(
+    metric: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    diff: Callable[..., Any],
+    fixed: tuple[np.ndarray, ...] = (),
+    vectorized: bool = True,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Difference:
+    """``diff(x, y, *fixed)``, two models' per-example values (x, y) and what the examples fix (labels, sizes), with its
+    paired bootstrap interval (x, y and ``fixed`` resampled together) and permutation p-value (each example's x and y
+    swapped at random; ``fixed`` stays). ``vectorized``: ``diff`` takes ``axis`` and scores many resamples at once."""
+    from scipy import stats
+
+    boot = stats.bootstrap(
+        (x, y, *fixed), diff, paired=True, vectorized=vectorized, n_resamples=resamples, method="percentile",
+        random_state=seed,
+    )  # fmt: skip
+    perm = stats.permutation_test(
+        (x, y), lambda u, v, **axis: diff(u, v, *fixed, **axis), permutation_type="samples", vectorized=vectorized,
+        n_resamples=resamples, random_state=seed,
+    )  # fmt: skip
+    interval = boot.confidence_interval
+    return Difference(
+        metric, float(diff(x, y, *fixed)), float(interval.low), float(interval.high), float(perm.pvalue), len(x)
+    )
 
 
 def classification_score(metric: str) -> Callable[[np.ndarray, np.ndarray], float]:
@@ -89,8 +122,6 @@ def classification_difference(
 ) -> Difference:
     """The paired difference of ``metric`` between two runs' per-example predictions (rows of
     ``predictions_test.jsonl``)."""
-    from scipy import stats
-
     labels = paired_labels(a, b, names)
     pa, pb = np.array([x["prediction"] for x in a]), np.array([x["prediction"] for x in b])
     if metric == "accuracy":  # the share of correct predictions, over a batch of resamples at once
@@ -106,17 +137,68 @@ def classification_difference(
             return score(truth, x) - score(truth, y)
 
         vectorized = False
-    boot = stats.bootstrap(
-        (pa, pb, labels), diff, paired=True, vectorized=vectorized, n_resamples=resamples,
-        method="percentile", random_state=seed,
-    )  # fmt: skip
-    perm = stats.permutation_test(
-        (pa, pb), lambda x, y, **axis: diff(x, y, labels, **axis), permutation_type="samples", vectorized=vectorized,
-        n_resamples=resamples, random_state=seed,
-    )  # fmt: skip
-    interval = boot.confidence_interval
-    delta = float(diff(pa, pb, labels))
-    return Difference(metric, delta, float(interval.low), float(interval.high), float(perm.pvalue), len(labels))
+    return paired_test(metric, pa, pb, diff, (labels,), vectorized, resamples, seed)
+
+
+def paired_documents(a: list[dict[str, Any]], b: list[dict[str, Any]], names: tuple[str, str]) -> np.ndarray:
+    """(2, N) the tokens and bytes of each document the two language models scored; refuses runs that scored other
+    documents or other targets in them (another split, tokenizer or stride), naming the first that differs."""
+    if len(a) != len(b):
+        raise NotPaired(f"{names[0]} scored {len(a)} test documents, {names[1]} {len(b)}: not the same test split")
+    for x, y in zip(a, b):
+        if (x["id"], x["tokens"], x["bytes"]) != (y["id"], y["tokens"], y["bytes"]):
+            raise NotPaired(
+                f"test document {x['id']} of {names[0]} ({x['tokens']} targets, {x['bytes']} bytes) is not document "
+                f"{y['id']} of {names[1]} ({y['tokens']} targets, {y['bytes']} bytes): not the same test targets"
+            )
+    return np.array([[x["tokens"] for x in a], [x["bytes"] for x in a]], dtype=np.float64)
+
+
+LOSS_METRICS = {  # (summed nats, summed tokens, summed bytes) -> the metric, as tasks.next_token.Tally computes it
+    "loss": lambda nll, tokens, size: nll / tokens,
+    "perplexity": lambda nll, tokens, size: np.exp(nll / tokens),
+    "bits_per_byte": lambda nll, tokens, size: nll / (np.log(2) * size),
+    "neg_bits_per_byte": lambda nll, tokens, size: -nll / (np.log(2) * size),
+}
+
+
+def loss_difference(
+    a: list[dict[str, Any]],
+    b: list[dict[str, Any]],
+    metric: str = "neg_bits_per_byte",
+    names: tuple[str, str] = ("A", "B"),
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Difference:
+    """The paired difference of a language model's test ``metric`` between two runs' per-document losses (rows of
+    ``predictions_test.jsonl``: id, nll, tokens, bytes): documents resampled, the metric recomputed from the
+    resample's sums (a ratio of sums, not a mean of per-document ratios)."""
+    if metric not in LOSS_METRICS:
+        raise ValueError(f"no paired test for the metric {metric!r} (language models: {sorted(LOSS_METRICS)})")
+    score = LOSS_METRICS[metric]
+    tokens, size = paired_documents(a, b, names)
+    na, nb = np.array([x["nll"] for x in a]), np.array([x["nll"] for x in b])
+
+    def diff(x: np.ndarray, y: np.ndarray, t: np.ndarray, n: np.ndarray, axis: int = -1) -> np.ndarray:
+        t, n = t.sum(axis=axis), n.sum(axis=axis)
+        return score(x.sum(axis=axis), t, n) - score(y.sum(axis=axis), t, n)
+
+    return paired_test(metric, na, nb, diff, (tokens, size), True, resamples, seed)
+
+
+def mean_difference(
+    a: Sequence[float], b: Sequence[float], metric: str, resamples: int = RESAMPLES, seed: int = SEED
+) -> Difference:
+    """The paired difference of a metric that is the mean of per-example scores (ROUGE F1: ``scores`` in a
+    sequence-to-sequence run's outputs), from those scores."""
+    if len(a) != len(b):
+        raise NotPaired(f"{len(a)} and {len(b)} per-example {metric} scores: not the same test set")
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+
+    def diff(u: np.ndarray, v: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.mean(u, axis=axis) - np.mean(v, axis=axis)
+
+    return paired_test(metric, x, y, diff, (), True, resamples, seed)
 
 
 def corpus_metric(metric: str):
@@ -217,21 +299,27 @@ def pooled_difference(
     if len(a) != len(b) or not a:
         raise NotPaired(f"{len(a)} runs of {names[0]} against {len(b)} of {names[1]}: pair them by seed")
     if all(o.predictions is not None for o in a + b):
+        documents = all("nll" in r for o in a + b for r in o.predictions[:1])  # a language model's, per document
+        pair, difference = (
+            (paired_documents, loss_difference) if documents else (paired_labels, classification_difference)
+        )
         rows_a, rows_b = [], []
         for seed, (x, y) in enumerate(zip(a, b)):
-            paired_labels(x.predictions, y.predictions, names)  # each seed's pair on the same examples
+            pair(x.predictions, y.predictions, names)  # each seed's pair on the same examples
             rows_a += [{**r, "id": (seed, r["id"])} for r in x.predictions]
             rows_b += [{**r, "id": (seed, r["id"])} for r in y.predictions]
-        return classification_difference(rows_a, rows_b, metric, names)
+        return difference(rows_a, rows_b, metric, names)
     if all(o.texts is not None for o in a + b):
         refs, out_a, out_b = [], [], []
         for x, y in zip(a, b):
             if [r["reference"] for r in x.texts] != [r["reference"] for r in y.texts]:
                 raise NotPaired(f"{names[0]} and {names[1]} wrote outputs for different references")
             refs += [r["reference"] for r in x.texts]
-            out_a += [r["output"] for r in x.texts]
-            out_b += [r["output"] for r in y.texts]
-        return text_difference(out_a, out_b, refs, metric)
+            out_a += x.texts
+            out_b += y.texts
+        if all(metric in r.get("scores", {}) for r in out_a + out_b):  # a mean of per-example scores (ROUGE)
+            return mean_difference([r["scores"][metric] for r in out_a], [r["scores"][metric] for r in out_b], metric)
+        return text_difference([r["output"] for r in out_a], [r["output"] for r in out_b], refs, metric)
     raise NotPaired(f"{names[0]} and {names[1]} kept different kinds of test outputs")
 
 
