@@ -93,7 +93,7 @@ def build_language_model(
     if node.get("bidirectional"):
         raise ValueError(
             f"model {model_cfg.name!r} reads the sequence both ways: a language model must not see the token "
-            "it predicts (use lstm, gru or rnn)"
+            "it predicts (set model.backbone.bidirectional=false, or use a one-way model: lstm, gru, mingru, ...)"
         )
     backbone = build_sized(node, context, causal=True)
     if not isinstance(backbone, CausalBackbone) or getattr(backbone, "causal", True) is not True:
