@@ -21,14 +21,14 @@ def sequential_scan(x, delta, A, B, C, D, h0=None):
     return torch.stack(ys, 1), h
 
 
-@pytest.mark.parametrize("chunk", [4, 256])
-def test_the_selective_scan_is_the_sequential_recurrence(chunk):
+@pytest.mark.parametrize(("kernel", "chunk"), [("pscan", 256), ("log", 4), ("log", 256)])
+def test_the_selective_scan_is_the_sequential_recurrence(kernel, chunk):
     gen = torch.Generator().manual_seed(0)
     x, delta = torch.randn(2, 37, 6, generator=gen), torch.rand(2, 37, 6, generator=gen) * 0.5
     A = -torch.rand(6, 4, generator=gen) * 4
     B, C, D = torch.randn(2, 37, 4, generator=gen), torch.randn(2, 37, 4, generator=gen), torch.randn(6, generator=gen)
     h0 = torch.randn(2, 6, 4, generator=gen)  # of either sign, as a carried state is
-    y, h = selective_scan(x, delta, A, B, C, D, h0, chunk)
+    y, h = selective_scan(x, delta, A, B, C, D, h0, chunk, kernel)
     expected_y, expected_h = sequential_scan(x, delta, A, B, C, D, h0)
     assert torch.allclose(y, expected_y, atol=1e-4, rtol=1e-4) and torch.allclose(h, expected_h, atol=1e-4, rtol=1e-4)
 
@@ -43,12 +43,14 @@ def test_the_scan_has_finite_gradients_where_b_is_zero():
     assert torch.isfinite(x.grad).all()
 
 
-def test_the_block_is_mambapys_given_the_same_weights():
-    peer = pytest.importorskip("mambapy.mamba")
+@pytest.mark.parametrize("kernel", ["pscan", "log"])
+def test_the_block_is_mambapys_given_the_same_weights(kernel):
+    import mambapy.mamba as peer
+
     torch.manual_seed(0)
     config = peer.MambaConfig(d_model=16, n_layers=1, d_state=8, expand_factor=2, d_conv=4)
     theirs = peer.MambaBlock(config)
-    ours = MambaBlock(16, d_state=8, expand=2, d_conv=4, chunk=16)
+    ours = MambaBlock(16, d_state=8, expand=2, d_conv=4, chunk=16, kernel=kernel)
     ours.load_state_dict(theirs.state_dict())
     x = torch.randn(2, 64, 16)
     assert torch.allclose(ours(x), theirs(x), atol=1e-4, rtol=1e-4)

@@ -7,10 +7,12 @@ out_proj.
 The parameters are named and shaped as ``mambapy``'s ``MambaBlock`` names them (which follows the reference
 ``mamba_simple.py``), so the tests load its weights.
 
-The scan on a CPU is ours: ``suite.models.scan.log_scan``, the chunked log-space scan of minGRU. Its log needs a
-positive b, and dt B x has either sign, so the recurrence (linear in b) runs twice, on b's positive and negative
-parts, and the two are subtracted. ``kernel='mamba_ssm'`` takes ``mamba-ssm``'s fused CUDA kernel instead (a CUDA
-device and the package are required, and checked when the model is built).
+The scan on a CPU is ``mambapy``'s ``pscan`` (``kernel=pscan``, the default): a Blelloch scan in linear space, in
+place, with its own backward. Ours (``kernel=log``: ``suite.models.scan.log_scan``, the chunked log-space scan of
+minGRU, run twice because its log needs b > 0 and dt B x has either sign) gives the same outputs and was measured
+far slower for a block's forward and backward (``python -m suite.tools.scan_bench``): logcumsumexp's exp and log
+over (B, L, E N) and its backward cost what the pscan's multiply-adds do not. ``kernel=mamba_ssm`` takes
+``mamba-ssm``'s fused CUDA kernel (a CUDA device and the package are required, and checked when the model is built).
 """
 
 from __future__ import annotations
@@ -26,20 +28,37 @@ from suite.models.scan import log_scan, positive_int
 from suite.nn import Dropout
 from suite.types import State
 
-KERNELS = ("torch", "mamba_ssm")
+KERNELS = ("pscan", "log", "mamba_ssm")
 
 
 def selective_scan(
-    x: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, D: Tensor, h0: Tensor | None = None, chunk: int = 256
+    x: Tensor,
+    delta: Tensor,
+    A: Tensor,
+    B: Tensor,
+    C: Tensor,
+    D: Tensor,
+    h0: Tensor | None = None,
+    chunk: int = 256,
+    kernel: str = "pscan",
 ) -> tuple[Tensor, Tensor]:
     """x, delta (B, L, E), A (E, N), B, C (B, L, N), D (E,), h0 (B, E, N) or None -> (y (B, L, E), h_L (B, E, N)).
 
-    h_t = exp(delta_t A) h_(t-1) + delta_t B_t x_t and y_t = C_t . h_t + D x_t, in float32, through the scan on the
-    positive and negative parts of delta B x (and of h0).
+    h_t = exp(delta_t A) h_(t-1) + delta_t B_t x_t and y_t = C_t . h_t + D x_t, in float32: by ``mambapy``'s pscan
+    (``kernel='pscan'``), or by our log-space scan on the positive and negative parts of delta B x (``'log'``).
     """
     batch, length, width = x.shape
     states = A.shape[1]
     x, delta, B, C = x.float(), delta.float(), B.float(), C.float()
+    if kernel == "pscan":
+        from mambapy.pscan import pscan
+
+        a = torch.exp(delta[..., None] * A)  # (B, L, E, N)
+        b = (delta * x)[..., None] * B[:, :, None, :]
+        if h0 is not None:  # the carried state enters as the first step's share: h_1 = a_1 h0 + b_1
+            b = torch.cat([b[:, :1] + a[:, :1] * h0.float()[:, None], b[:, 1:]], dim=1)
+        h = pscan(a, b)
+        return torch.einsum("blen,bln->ble", h, C) + D * x, h[:, -1]
     log_a = (delta[..., None] * A).reshape(batch, length, width * states)  # (B, L, E N), < 0
     b = ((delta * x)[..., None] * B[:, :, None, :]).reshape(batch, length, width * states)
     tiny = torch.finfo(torch.float32).tiny  # log(0) would be -inf, and its gradient NaN; tiny adds nothing visible
@@ -70,7 +89,7 @@ def require_kernel(kernel: str) -> None:
     if kernel == "mamba_ssm":
         if not torch.cuda.is_available():
             raise ValueError(
-                "Mamba: kernel=mamba_ssm runs on CUDA only, and no CUDA device is here; use model.backbone.kernel=torch"
+                "Mamba: kernel=mamba_ssm runs on CUDA only, and no CUDA device is here; use model.backbone.kernel=pscan"
             )
         try:
             import mamba_ssm  # noqa: F401
@@ -88,7 +107,7 @@ class MambaBlock(nn.Module):
         d_conv: the causal convolution's width.
         dt_rank: the rank of the step's input map ('auto': ceil(D / 16)).
         chunk: the scan's chunk length.
-        kernel: 'torch' (ours) or 'mamba_ssm'.
+        kernel: 'pscan' (mambapy's), 'log' (ours) or 'mamba_ssm' (CUDA).
         dt_min, dt_max: the range of the initial step.
     """
 
@@ -100,7 +119,7 @@ class MambaBlock(nn.Module):
         d_conv: int = 4,
         dt_rank: int | str = "auto",
         chunk: int = 256,
-        kernel: str = "torch",
+        kernel: str = "pscan",
         dt_min: float = 1e-3,
         dt_max: float = 1e-1,
     ) -> None:
@@ -136,7 +155,8 @@ class MambaBlock(nn.Module):
         if fused and self.kernel == "mamba_ssm" and x.is_cuda:
             y, h = mamba_ssm_scan(x, delta, A, B, C, self.D), None
         else:
-            y, h = selective_scan(x, delta, A, B, C, self.D.float(), h0, self.chunk)
+            scan = "log" if self.kernel == "log" else "pscan"  # a step goes on from a state: mamba-ssm's returns none
+            y, h = selective_scan(x, delta, A, B, C, self.D.float(), h0, self.chunk, scan)
         return self.out_proj((y * F.silu(z.float())).to(z.dtype)), h
 
     def forward(self, x: Tensor) -> Tensor:
