@@ -350,6 +350,7 @@ def test_evaluate_job_rescores_a_checkpoint_as_the_training_run_did(tmp_path, su
         "source",
         "reference",
         "output",
+        "scores",  # ROUGE is a mean over examples: each one's own, for a paired comparison
     }  # smoke decodes a few batches
     assert (tmp_path / "eval" / "outputs_test.jsonl").read_text() == (
         tmp_path / "train" / "outputs_test.jsonl"
