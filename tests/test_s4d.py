@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from suite.models.s4d import S4D, S4DEncoder, S4DKernel, fft_conv, s4d_modes
+from suite.models.s4d import S4D, S4DEncoder, S4DKernel, blocked_kernel, fft_conv, s4d_modes, vandermonde_kernel
 from tests.conftest import TINY_LONG_RANGE, compose_config
 
 
@@ -29,6 +29,23 @@ def test_the_fft_convolution_is_the_recurrence_and_the_definition(init):
     stepped, _ = layer.step(u, None)
     assert torch.allclose(full, stepped, atol=1e-5)
     assert torch.allclose(fft_conv(u, kernel), direct_conv(u, kernel), atol=1e-5)
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 17, 100, 1025])
+def test_the_blocked_kernel_is_the_vandermonde_product_with_its_gradients(length):
+    """A_bar^(c j + i) = A_bar^(c j) A_bar^i: the same kernel and the same gradients, at lengths that fill no last
+    block and at lengths that do."""
+    torch.manual_seed(length)
+    kernel = S4DKernel(5, 16, init="inv")
+    got, want = (f(*kernel.discretised(), length) for f in (blocked_kernel, vandermonde_kernel))
+    assert got.shape == want.shape == (5, length)
+    assert torch.allclose(got, want, atol=1e-5)
+    weights = torch.randn(5, length)
+    grads = [
+        torch.autograd.grad((weights * k).sum(), list(kernel.parameters()), retain_graph=True) for k in (got, want)
+    ]
+    for a, b in zip(*grads):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-4)
 
 
 def test_the_modes_are_s4d_lin_and_s4d_inv():
