@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from suite.models.language_model import build_language_model
 from suite.models.s4d import S4D, S4DEncoder, S4DKernel, blocked_kernel, fft_conv, s4d_modes, vandermonde_kernel
 from tests.conftest import TINY_LONG_RANGE, compose_config
 
@@ -118,8 +119,6 @@ def test_bad_settings_are_refused_by_name(settings, message):
 def test_the_config_builds_a_classifier_and_a_causal_language_model():
     from hydra.utils import instantiate
 
-    from suite.models.language_model import build_language_model
-
     cfg = compose_config(*TINY_LONG_RANGE, "model=s4d")
     task = instantiate(cfg.task)
     task.setup()
@@ -139,3 +138,12 @@ def test_the_kernel_decays_from_its_dt():
         kernel.log_dt.copy_(torch.log(torch.tensor([1e-3, 1e-1])))
     A_bar, _ = kernel.discrete()
     assert torch.allclose(A_bar.abs(), torch.exp(-0.5 * torch.tensor([[1e-3], [1e-1]])).expand(2, 4), atol=1e-6)
+
+
+@pytest.mark.parametrize("task", ["language_model", "mqar"])
+def test_the_tasks_that_read_left_to_right_compose_a_causal_s4d(task):
+    """conf/adapt/<task>_s4d.yaml: a language model and MQAR get one causal kernel without an override."""
+    cfg = compose_config(f"task={task}", "model=s4d")
+    assert cfg.model.backbone.bidirectional is False
+    lm = build_language_model(cfg.model, vocab_size=30, context=16)
+    assert lm.backbone.causal and not lm.backbone.bidirectional
