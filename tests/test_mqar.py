@@ -58,11 +58,12 @@ def test_a_run_scores_the_queries_and_keeps_one_row_a_query(tmp_path):
 
 
 def test_a_bidirectional_model_is_refused():
-    cfg = compose_config("task=mqar", "model=s4d")
+    """S4D's adapt config (conf/adapt/mqar_s4d.yaml) makes it causal; asked to read both ways, it is refused."""
+    cfg = compose_config("task=mqar", "model=s4d", "model.backbone.bidirectional=true")
     task = MqarTask("mqar", "mqar", 32, 4, n_train=4, n_val=2, n_test=2)
     task.setup()
     with pytest.raises(ValueError, match="reads the sequence both ways"):
         task.build_model(cfg.model)
-    causal = compose_config("task=mqar", "model=s4d", "model.backbone.bidirectional=false")
+    causal = compose_config("task=mqar", "model=s4d")
     model = task.build_model(causal.model)
     assert model(torch.randint(1, task.vocab, (2, 32))).shape == (2, 32, task.vocab)

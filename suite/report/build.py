@@ -26,6 +26,7 @@ from suite.report.compare import cpu_kind
 from suite.report.efficiency import efficiency_rows
 from suite.report.lm_tables import context_use, generation_cost, lm_rows
 from suite.report.lra_table import lra_rows
+from suite.report.mqar import mqar_rows, mqar_vs_width
 from suite.report.plots import FIGURES, family, is_compression, is_speed, method_label, model_order, model_size, primary
 from suite.report.run_settings import variant_labels
 from suite.report.sections import write_sections
@@ -493,7 +494,7 @@ def build_report(
         efficiency_rows(records),
         lra_rows(records),
     )
-    compression, lm = compression_rows(records), lm_rows(records, outputs)
+    compression, lm, mqar = compression_rows(records), lm_rows(records, outputs), mqar_rows(records)
     if exps:
         write_table(csv_rows(exps), out_dir, "results", md=results_markdown(headline, details))
         write_sections(out_dir)
@@ -504,10 +505,16 @@ def build_report(
         ("lra", lra),
         ("compression", compression),
         ("lm", lm),
+        ("mqar", mqar),
     ):
         if rows:
             write_table(rows, out_dir, table)
-    drawers = {**FIGURES, "context_use": context_use, "generation_cost": generation_cost}
+    drawers = {
+        **FIGURES,
+        "context_use": context_use,
+        "generation_cost": generation_cost,
+        "mqar_vs_width": mqar_vs_width,
+    }
     figures = [path for fig, draw in drawers.items() if (path := draw(records, out_dir / f"{fig}.png")) is not None]
     devices = sorted(
         {f"{r.device} ({cpu_kind(r)})" if r.device.startswith("cpu") else r.device for r in records if r.device}
@@ -530,6 +537,7 @@ def build_report(
         "gradient flow": gradients,
         "compression": compression,
         "language models": lm,
+        "associative recall (mqar)": mqar,
     }
     (out_dir / "index.html").write_text(index_html(name, sections, figures, machine))
     return sections

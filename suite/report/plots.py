@@ -61,10 +61,11 @@ def primary(r: ResultRecord) -> tuple[str, float] | None:
 
 
 def length_studies(records: list[ResultRecord]) -> set[tuple[str, str]]:
-    """The (task, dataset) pairs trained at more than one length: their accuracy is plotted against length."""
+    """The (task, dataset) pairs trained at more than one length: their accuracy is plotted against length (MQAR
+    aside: it is drawn against width)."""
     lengths: dict[tuple[str, str], set[int]] = defaultdict(set)
     for r in records:
-        if is_training(r) and r.seq_len:
+        if is_training(r) and r.seq_len and r.task != "mqar":  # MQAR's figure is against width (suite.report.mqar)
             lengths[(r.task, r.dataset)].add(r.seq_len)
     return {pair for pair, seen in lengths.items() if len(seen) > 1}
 

@@ -11,7 +11,7 @@ Two tables, every row timed interleaved (median, IQR), the same weights and inpu
 2. minGRU's layer: ours (the chunked scan) against ``mingru-pytorch``'s (one ``logcumsumexp`` over the whole
    sequence), width 128.
 
-``mingru-pytorch`` is in the ``test`` extra; a table whose package is missing says so.
+``mingru-pytorch`` is in the ``peers`` extra (and so in ``test``); a table whose package is missing says so.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from typing import Callable
 
 import torch
 
-from suite.measure.timing import Timing, time_calls
+from suite.measure.timing import Timing
 from suite.models.mamba import MambaBlock
 from suite.models.minrnn import MinRNN
 from suite.runtime import numerics
-from suite.tools import measured_on, titled
+from suite.tools import measured_on
+from suite.tools.peers import peer_tables
 
 
 def backward_of(model: torch.nn.Module, x: torch.Tensor) -> Callable[[], None]:
@@ -53,18 +54,6 @@ def mingru_pair(length: int, batch: int, width: int) -> dict[str, Callable[[], N
     return {"ours": lambda: ours(x)[0].square().mean().backward(), "mingru-pytorch": backward_of(theirs, x)}
 
 
-def rows(times: dict[int, dict[str, Timing]], peer: str) -> list[dict[str, str]]:
-    return [
-        {
-            "length": str(length),
-            "ours (ms, IQR)": f"{t['ours'].median * 1e3:.1f} ({t['ours'].spread * 1e3:.1f})",
-            f"{peer} (ms, IQR)": f"{t[peer].median * 1e3:.1f} ({t[peer].spread * 1e3:.1f})",
-            f"{peer} / ours": f"{t[peer].median / t['ours'].median:.2f}x",
-        }
-        for length, t in times.items()
-    ]
-
-
 def main(argv: list[str] | None = None) -> dict[str, dict[int, dict[str, Timing]]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 4096])
@@ -76,17 +65,11 @@ def main(argv: list[str] | None = None) -> dict[str, dict[int, dict[str, Timing]
     numerics.set_flush_denormals(True)
     cpu = torch.device("cpu")
     print(measured_on(cpu, f"batch {args.batch}, width {args.width}, fp32, forward + backward"))
-    out: dict[str, dict[int, dict[str, Timing]]] = {}
-    for name, pair, peer in (("mamba", mamba_pair, "mambapy"), ("mingru", mingru_pair, "mingru-pytorch")):
-        try:
-            out[name] = {
-                n: time_calls(pair(n, args.batch, args.width), cpu, args.warmup, args.repeats) for n in args.lengths
-            }
-        except ImportError as err:
-            print(f"\n**{name}**: not measured, {err} (pip install -e '.[test]')")
-            continue
-        print(titled(f"{name}: one layer, forward + backward", rows(out[name], peer)))
-    return out
+    pairs = (
+        ("mamba", lambda n: mamba_pair(n, args.batch, args.width), "mambapy"),
+        ("mingru", lambda n: mingru_pair(n, args.batch, args.width), "mingru-pytorch"),
+    )
+    return peer_tables(pairs, args.lengths, cpu, args.warmup, args.repeats, "one layer, forward + backward", "peers")
 
 
 if __name__ == "__main__":

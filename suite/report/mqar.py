@@ -1,0 +1,115 @@
+"""Associative recall against model width (Zoology's figure), drawn from ``task=mqar`` training runs.
+
+- ``mqar.md`` / ``mqar.csv``: one row a model and setting (length, pairs): the test accuracy over the queries at
+  each width, chance beside it; a run that did not finish shows its status in its cell.
+- ``mqar_vs_width.png``: one panel a setting, accuracy against width, one line a model (the mean over seeds).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from suite.report.plots import MARKERS, model_order, plt, save
+from suite.runtime.record import ResultRecord
+
+Setting = tuple[int, int]  # (length, pairs)
+
+
+def is_mqar(r: ResultRecord) -> bool:
+    """A training run of the MQAR task, whatever its status."""
+    return r.task == "mqar" and r.job == "train"
+
+
+def setting(r: ResultRecord) -> Setting:
+    """(L, D): the run's length and its number of key-value pairs."""
+    return r.seq_len or 0, int((r.config.get("task") or {}).get("n_pairs", 0))
+
+
+def width(r: ResultRecord) -> int:
+    return int((r.config.get("model") or {}).get("d_model", 0))
+
+
+def label(r: ResultRecord) -> str:
+    """The model, with its attention kernel where it has one other than full attention."""
+    return f"{r.model} ({r.attention})" if r.attention and r.attention != "full" else r.model
+
+
+def chance(r: ResultRecord) -> float:
+    """A guess among the values: 1 / (vocab_size - vocab_size // 2) (``tasks.mqar``: keys and values half each)."""
+    vocab = int((r.config.get("task") or {}).get("vocab_size", 256))
+    return 1 / (vocab - vocab // 2)
+
+
+def grouped(records: list[ResultRecord]) -> dict[Setting, dict[str, dict[int, list[ResultRecord]]]]:
+    """setting -> model label -> width -> its runs (seeds)."""
+    out: dict[Setting, dict[str, dict[int, list[ResultRecord]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
+    for r in records:
+        if is_mqar(r):
+            out[setting(r)][label(r)][width(r)].append(r)
+    return out
+
+
+def cell(runs: list[ResultRecord]) -> str:
+    """The mean test accuracy over the finished seeds (and how many), or the statuses where none finished."""
+    done = [r.metrics["accuracy"] for r in runs if r.status == "ok" and "accuracy" in r.metrics]
+    if not done:
+        return "/".join(sorted({r.status for r in runs}))
+    seeds = f" ({len(done)} seeds)" if len(done) > 1 else ""
+    return f"{statistics.mean(done):.3f}{seeds}"
+
+
+def mqar_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
+    """One row a (setting, model): accuracy at each width, the steps it trained and chance."""
+    groups = grouped(records)
+    widths = sorted({width(r) for r in records if is_mqar(r)})
+    order = model_order([r for r in records if is_mqar(r)])
+    rows = []
+    for (length, pairs), models in sorted(groups.items()):
+        for model in sorted(models, key=lambda m: order(m.split(" ")[0])):
+            runs = [r for by_width in models[model].values() for r in by_width]
+            row = {"length": str(length), "pairs": str(pairs), "model": model}
+            row |= {f"d{w}": cell(models[model][w]) if w in models[model] else "" for w in widths}
+            row["steps"] = "/".join(str(s) for s in sorted({r.steps for r in runs}))
+            row["chance"] = f"{chance(runs[0]):.3f}"
+            rows.append(row)
+    return rows
+
+
+def mqar_vs_width(records: list[ResultRecord], out: Path) -> Path | None:
+    """Accuracy over the test queries against model width: one panel a (length, pairs), one line a model."""
+    groups = grouped(records)
+    if not groups:
+        return None
+    order = model_order([r for r in records if is_mqar(r)])
+    labels = sorted({m for models in groups.values() for m in models}, key=lambda m: order(m.split(" ")[0]))
+    palette = plt.get_cmap("tab10").colors
+    fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups) + 1.8, 3.4), sharey=True, squeeze=False)
+    for ax, ((length, pairs), models) in zip(axes[0], sorted(groups.items())):
+        for i, model in enumerate(labels):
+            points = {
+                w: [r.metrics["accuracy"] for r in runs if r.status == "ok" and "accuracy" in r.metrics]
+                for w, runs in models.get(model, {}).items()
+            }
+            xs = sorted(w for w, accs in points.items() if accs)
+            if xs:
+                ys = [statistics.mean(points[w]) for w in xs]
+                ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], color=palette[i % 10], label=model)
+        floor = chance(next(r for runs in next(iter(models.values())).values() for r in runs))
+        ax.axhline(floor, color="grey", linestyle=":", linewidth=1, label="chance")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"length {length}, {pairs} pairs", fontsize=10)
+        ax.set_xlabel("model width (d_model)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel("test accuracy over the queries")
+    axes[0][0].set_ylim(0, 1.02)
+    handles = {h.get_label(): h for ax in axes[0] for h in ax.get_legend_handles_labels()[0]}
+    fig.legend(
+        handles.values(), handles.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False
+    )
+    fig.suptitle("multi-query associative recall against width", fontsize=11)
+    fig.tight_layout()
+    return save(fig, out)
