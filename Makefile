@@ -137,7 +137,7 @@ bench-speed-lane:
 
 # make bench's other lane: the classification tasks (their SST-2 Transformer is what compression
 # compresses, so it runs here, after them), the Transformer language model, translation, the
-# longer news topics and Lead-1.
+# longer news topics, Lead-1 and one MQAR point.
 bench-side-lane:
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks
 	$(PAR) $(RUN) -m experiment=bench_tasks hydra.sweep.dir=$(BENCH_DIR)/tasks task=image trainer.max_steps=1000
@@ -147,6 +147,9 @@ bench-side-lane:
 	$(PAR) $(RUN) -m $(BENCH_NEWS) task.seq_len=256 trainer.max_steps=$(BENCH_NEWS_LONG_STEPS) model=transformer,lstm
 	$(PAR) $(RUN) -m task=summarization model=lead hydra.sweep.dir=$(BENCH_DIR)/summarization \
 	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
+	@# one point of associative recall against width (docs/recurrence.md): attention and minGRU at width 128, 4 pairs in 32
+	$(PAR) $(RUN) -m experiment=mqar_width hydra.sweep.dir=$(BENCH_DIR)/mqar model=transformer,mingru model.d_model=128 \
+	  task.seq_len=32 task.n_pairs=4
 
 # make bench-tuned: an equal tuning budget (experiment=tune, docs/tuning.md) for the Transformer and the LSTM on
 # the five tasks of the tuned table, each at make bench's step budget and default settings (trial 0 of each
