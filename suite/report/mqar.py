@@ -11,7 +11,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from suite.report.plots import MARKERS, model_order, plt, save
+from suite.report.plots import draw_lines, model_order, plt, save
 from suite.runtime.record import ResultRecord
 
 Setting = tuple[int, int]  # (length, pairs)
@@ -53,9 +53,14 @@ def grouped(records: list[ResultRecord]) -> dict[Setting, dict[str, dict[int, li
     return out
 
 
+def accuracies(runs: list[ResultRecord]) -> list[float]:
+    """The test accuracies of the finished runs (seeds)."""
+    return [r.metrics["accuracy"] for r in runs if r.status == "ok" and "accuracy" in r.metrics]
+
+
 def cell(runs: list[ResultRecord]) -> str:
     """The mean test accuracy over the finished seeds (and how many), or the statuses where none finished."""
-    done = [r.metrics["accuracy"] for r in runs if r.status == "ok" and "accuracy" in r.metrics]
+    done = accuracies(runs)
     if not done:
         return "/".join(sorted({r.status for r in runs}))
     seeds = f" ({len(done)} seeds)" if len(done) > 1 else ""
@@ -80,30 +85,23 @@ def mqar_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
 
 
 def mqar_vs_width(records: list[ResultRecord], out: Path) -> Path | None:
-    """Accuracy over the test queries against model width: one panel a (length, pairs), one line a model."""
+    """Accuracy over the test queries against model width: one panel a (length, pairs), one line a model (the mean
+    over seeds, ``plots.draw_lines``' colours and markers), chance dotted."""
     groups = grouped(records)
     if not groups:
         return None
     order = model_order([r for r in records if is_mqar(r)])
-    labels = sorted({m for models in groups.values() for m in models}, key=lambda m: order(m.split(" ")[0]))
-    palette = plt.get_cmap("tab10").colors
     fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups) + 1.8, 3.4), sharey=True, squeeze=False)
     for ax, ((length, pairs), models) in zip(axes[0], sorted(groups.items())):
-        for i, model in enumerate(labels):
-            points = {
-                w: [r.metrics["accuracy"] for r in runs if r.status == "ok" and "accuracy" in r.metrics]
-                for w, runs in models.get(model, {}).items()
-            }
-            xs = sorted(w for w, accs in points.items() if accs)
-            if xs:
-                ys = [statistics.mean(points[w]) for w in xs]
-                ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], color=palette[i % 10], label=model)
-        floor = chance(next(r for runs in next(iter(models.values())).values() for r in runs))
-        ax.axhline(floor, color="grey", linestyle=":", linewidth=1, label="chance")
-        ax.set_xscale("log", base=2)
+        series = {
+            model: {w: accs for w, runs in by_width.items() if (accs := accuracies(runs))}
+            for model, by_width in models.items()
+        }
+        draw_lines(ax, {m: pts for m, pts in series.items() if pts}, False, order, legend=False)
+        any_run = next(r for by_width in models.values() for runs in by_width.values() for r in runs)
+        ax.axhline(chance(any_run), color="grey", linestyle=":", linewidth=1, label="chance")
         ax.set_title(f"length {length}, {pairs} pairs", fontsize=10)
         ax.set_xlabel("model width (d_model)")
-        ax.grid(True, which="both", alpha=0.3)
     axes[0][0].set_ylabel("test accuracy over the queries")
     axes[0][0].set_ylim(0, 1.02)
     handles = {h.get_label(): h for ax in axes[0] for h in ax.get_legend_handles_labels()[0]}
@@ -111,5 +109,4 @@ def mqar_vs_width(records: list[ResultRecord], out: Path) -> Path | None:
         handles.values(), handles.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False
     )
     fig.suptitle("multi-query associative recall against width", fontsize=11)
-    fig.tight_layout()
     return save(fig, out)
