@@ -8,7 +8,6 @@ A window of L or more is clipped to L: every key is in reach, and the result is 
 
 from __future__ import annotations
 
-import math
 
 import torch
 import torch.nn.functional as F
@@ -90,7 +89,8 @@ class LocalAttention(AttentionCore):
         """(B, H, L, Dh) x3 -> (B, H, L, Dh)."""
         self_attention_only(self, q, k, causal)
         qb, kc, vc, allowed, _ = sliding_blocks(q, k, v, pad_mask, self.window, causal)
-        scores = qb @ kc.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, n, w, c)
+        # scaling the (w, Dh) queries, not the (w, c) scores: c / Dh times fewer multiplies, forward and backward
+        scores = (qb * q.size(-1) ** -0.5) @ kc.transpose(-2, -1)  # (B, H, n, w, c)
         weights = dropout(masked_softmax(scores, allowed), self.dropout, self.training)
         return unblock(weights @ vc, q.size(-2))  # (B, H, L, Dh)
 

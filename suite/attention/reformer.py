@@ -15,8 +15,6 @@ never move a real token's chunk, and are masked. Encoder only: no causal mode.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -75,9 +73,8 @@ class ReformerAttention(AttentionCore):
         b, h, length, d = q.shape
         c = min(self.chunk, length)
         pad = key_padding(pad_mask, b, length, q.device)
-        keys = F.normalize(q, dim=-1)
         pos = torch.arange(length, device=q.device)
-        order = (self.buckets(keys, pad) * length + pos).argsort(
+        order = (self.buckets(F.normalize(q, dim=-1), pad) * length + pos).argsort(
             dim=-1
         )  # (B, H, R, L): sorted by bucket, then position
         order = F.pad(order, (0, -length % c), value=length)  # dummy index L fills the last chunk
@@ -87,18 +84,23 @@ class ReformerAttention(AttentionCore):
             x = F.pad(x, (0, 0, 0, 1))[:, :, None].expand(b, h, r, length + 1, d)
             return x.gather(3, order[..., None].expand(b, h, r, lp, d)).unflatten(3, (-1, c))
 
-        sq, sk, sv = sort(q), sort(keys), sort(v)
+        sq, sv = sort(q), sort(v)
+        sk = F.normalize(sq, dim=-1)  # the keys, sorted: normalising the sorted queries saves a gather and its backward
         real = ~F.pad(pad, (0, 1), value=True)[:, None, None, :].expand(b, h, r, length + 1).gather(3, order).unflatten(
             3, (-1, c)
         )  # (B, H, R, n, c)
         q_pos = order.unflatten(3, (-1, c))  # (B, H, R, n, c)
         k_pos, k_real = with_previous_chunk(q_pos), with_previous_chunk(real)  # (B, H, R, n, ck)
         sk, sv = with_previous_chunk(sk), with_previous_chunk(sv)  # (B, H, R, n, ck, Dh)
-        scores = sq @ sk.transpose(-2, -1) / math.sqrt(d)  # (B, H, R, n, c, ck)
-        scores = scores.masked_fill(q_pos[..., None] == k_pos[..., None, :], SELF_SCORE)
-        scores = scores.masked_fill(~k_real[..., None, :], torch.finfo(scores.dtype).min)
+        scores = (sq * d**-0.5) @ sk.transpose(-2, -1)  # (B, H, R, n, c, ck); the queries scaled: 2c / Dh fewer multiplies
+        # one pass over the scores, not two: padding keys get the lowest score, a query's own key SELF_SCORE
+        hidden = ~k_real[..., None, :]  # (B, H, R, n, 1, ck)
+        own = q_pos[..., None] == k_pos[..., None, :]  # (B, H, R, n, c, ck)
+        fill = torch.where(hidden, torch.finfo(scores.dtype).min, SELF_SCORE).to(scores.dtype)
+        scores = torch.where(hidden | own, fill, scores)
         lse = scores.logsumexp(dim=-1, keepdim=True)  # (B, H, R, n, c, 1)
-        out = dropout(torch.exp(scores - lse), self.dropout, self.training) @ sv  # (B, H, R, n, c, Dh)
+        # softmax, not exp(scores - lse): one fused pass forward and backward where exp and sub take two each
+        out = dropout(scores.softmax(dim=-1), self.dropout, self.training) @ sv  # (B, H, R, n, c, Dh)
         undo = order[..., :length].argsort(dim=-1)  # (B, H, R, L): where each position went
         out = out.flatten(3, 4).gather(3, undo[..., None].expand(b, h, r, length, d))  # (B, H, R, L, Dh)
         lse = lse.flatten(3, 5).gather(3, undo)  # (B, H, R, L)

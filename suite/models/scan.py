@@ -41,11 +41,16 @@ def log_scan(log_a: Tensor, log_b: Tensor, h0: Tensor | None = None, chunk: int 
     A = log_a.cumsum(dim=2)  # (B, n, C, H): within each chunk
     local = torch.exp(A + torch.logcumsumexp(log_b - A, dim=2))  # each chunk's h from a zero state
     decay = torch.exp(A)  # how much of the chunk's incoming state is left at each position
+    if n == 1 and h0 is None:  # one chunk from a zero state: its own scan is the answer
+        return local.view(batch, size, width)[:, :length]
+    # the chunks' last positions taken once: indexing the full tensors inside the loop would cost a full-size
+    # zero-filled gradient a chunk in the backward pass
+    last_decay, last_local = decay[:, :, -1].unbind(1), local[:, :, -1].unbind(1)  # n x (B, H)
     h = log_a.new_zeros(batch, width) if h0 is None else h0.to(dtype)
     starts = []
     for k in range(n):  # one step per chunk: the state entering chunk k
         starts.append(h)
-        h = decay[:, k, -1] * h + local[:, k, -1]
+        h = last_decay[k] * h + last_local[k]
     out = decay * torch.stack(starts, dim=1)[:, :, None] + local
     return out.view(batch, n * size, width)[:, :length]
 
