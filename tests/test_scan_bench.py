@@ -10,3 +10,13 @@ def test_the_scan_bench_times_ours_beside_each_peer(capsys):
     printed = capsys.readouterr().out
     assert printed.startswith("Measured on") and "mambapy / ours" in printed and "mingru-pytorch / ours" in printed
     assert set(out["mamba"][32]) == {"ours", "mambapy"} and out["mingru"][32]["ours"].median > 0
+
+
+def test_the_error_table_holds_each_scan_to_float64():
+    from suite.tools.scan_bench import scan_errors
+
+    errors = scan_errors([64, 4096], 16)
+    for row in errors.values():
+        assert set(row) == {"ours (chunks of 256)", "mingru-pytorch"} and all(0 <= e < 1e-2 for e in row.values())
+    # the reason ours chunks: one logcumsumexp over 4K positions loses more digits than chunks of 256
+    assert errors[4096]["ours (chunks of 256)"] < errors[4096]["mingru-pytorch"]

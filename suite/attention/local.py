@@ -8,7 +8,6 @@ A window of L or more is clipped to L: every key is in reach, and the result is 
 
 from __future__ import annotations
 
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor

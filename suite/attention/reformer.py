@@ -92,7 +92,8 @@ class ReformerAttention(AttentionCore):
         q_pos = order.unflatten(3, (-1, c))  # (B, H, R, n, c)
         k_pos, k_real = with_previous_chunk(q_pos), with_previous_chunk(real)  # (B, H, R, n, ck)
         sk, sv = with_previous_chunk(sk), with_previous_chunk(sv)  # (B, H, R, n, ck, Dh)
-        scores = (sq * d**-0.5) @ sk.transpose(-2, -1)  # (B, H, R, n, c, ck); the queries scaled: 2c / Dh fewer multiplies
+        # the queries scaled, not the scores: 2c / Dh times fewer multiplies
+        scores = (sq * d**-0.5) @ sk.transpose(-2, -1)  # (B, H, R, n, c, ck)
         # one pass over the scores, not two: padding keys get the lowest score, a query's own key SELF_SCORE
         hidden = ~k_real[..., None, :]  # (B, H, R, n, 1, ck)
         own = q_pos[..., None] == k_pos[..., None, :]  # (B, H, R, n, c, ck)

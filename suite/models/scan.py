@@ -40,9 +40,9 @@ def log_scan(log_a: Tensor, log_b: Tensor, h0: Tensor | None = None, chunk: int 
     log_a, log_b = log_a.view(batch, n, size, width), log_b.view(batch, n, size, width)
     A = log_a.cumsum(dim=2)  # (B, n, C, H): within each chunk
     local = torch.exp(A + torch.logcumsumexp(log_b - A, dim=2))  # each chunk's h from a zero state
-    decay = torch.exp(A)  # how much of the chunk's incoming state is left at each position
     if n == 1 and h0 is None:  # one chunk from a zero state: its own scan is the answer
         return local.view(batch, size, width)[:, :length]
+    decay = torch.exp(A)  # how much of the chunk's incoming state is left at each position
     # the chunks' last positions taken once: indexing the full tensors inside the loop would cost a full-size
     # zero-filled gradient a chunk in the backward pass
     last_decay, last_local = decay[:, :, -1].unbind(1), local[:, :, -1].unbind(1)  # n x (B, H)

@@ -11,6 +11,10 @@ Two tables, every row timed interleaved (median, IQR), the same weights and inpu
 2. minGRU's layer: ours (the chunked scan) against ``mingru-pytorch``'s (one ``logcumsumexp`` over the whole
    sequence), width 128.
 
+Then the price of the speed: each minGRU scan's largest relative error in float32 against the same scan in float64,
+on the same coefficients (ours chunks the scan so that the cumulative log-decay stays small; one ``logcumsumexp``
+over the whole sequence loses digits as the sequence grows).
+
 ``mingru-pytorch`` is in the ``peers`` extra (and so in ``test``); a table whose package is missing says so.
 """
 
@@ -24,6 +28,7 @@ import torch
 from suite.measure.timing import Timing
 from suite.models.mamba import MambaBlock
 from suite.models.minrnn import MinRNN
+from suite.models.scan import log_scan
 from suite.runtime import numerics
 from suite.tools import measured_on
 from suite.tools.peers import peer_tables
@@ -54,6 +59,30 @@ def mingru_pair(length: int, batch: int, width: int) -> dict[str, Callable[[], N
     return {"ours": lambda: ours(x)[0].square().mean().backward(), "mingru-pytorch": backward_of(theirs, x)}
 
 
+def scan_errors(lengths: list[int], width: int) -> dict[int, dict[str, float]]:
+    """Length -> {scan: largest relative error in float32 against float64}, on one sequence's minGRU coefficients."""
+    from minGRU_pytorch.minGRU import heinsen_associative_scan_log as theirs
+
+    layer, errors = MinRNN(width, "gru"), {}
+    for n in lengths:
+        with torch.no_grad():
+            log_a, log_b = layer.coefficients(torch.randn(1, n, width))
+            exact = log_scan(log_a.double(), log_b.double(), chunk=None)  # float64: ~10^-12 at 16K
+            scans = {f"ours (chunks of {layer.chunk})": log_scan(log_a, log_b, chunk=layer.chunk)}
+            scans["mingru-pytorch"] = theirs(log_a, log_b)
+            errors[n] = {name: ((h.double() - exact).abs() / exact.abs()).max().item() for name, h in scans.items()}
+    return errors
+
+
+def print_errors(errors: dict[int, dict[str, float]]) -> None:
+    names = list(next(iter(errors.values())))
+    print("**minGRU scan: largest relative error in float32 against float64**\n")
+    print("| length | " + " | ".join(names) + " |\n|---|" + "---|" * len(names))
+    for n, row in errors.items():
+        print(f"| {n} | " + " | ".join(f"{row[name]:.1e}" for name in names) + " |")
+    print()
+
+
 def main(argv: list[str] | None = None) -> dict[str, dict[int, dict[str, Timing]]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 4096])
@@ -69,7 +98,12 @@ def main(argv: list[str] | None = None) -> dict[str, dict[int, dict[str, Timing]
         ("mamba", lambda n: mamba_pair(n, args.batch, args.width), "mambapy"),
         ("mingru", lambda n: mingru_pair(n, args.batch, args.width), "mingru-pytorch"),
     )
-    return peer_tables(pairs, args.lengths, cpu, args.warmup, args.repeats, "one layer, forward + backward", "peers")
+    timings = peer_tables(pairs, args.lengths, cpu, args.warmup, args.repeats, "one layer, forward + backward", "peers")
+    try:
+        print_errors(scan_errors(args.lengths, args.width))
+    except ImportError:
+        print("(mingru-pytorch is not installed: no error table; `pip install -e '.[peers]'`)")
+    return timings
 
 
 if __name__ == "__main__":
