@@ -10,6 +10,7 @@ def test_the_scan_bench_times_ours_beside_each_peer(capsys):
     printed = capsys.readouterr().out
     assert printed.startswith("Measured on") and "mambapy / ours" in printed and "mingru-pytorch / ours" in printed
     assert set(out["mamba"][32]) == {"ours", "mambapy"} and out["mingru"][32]["ours"].median > 0
+    assert set(out["mingru with one chunk"][32]) == {"ours", "mingru-pytorch"}
 
 
 def test_the_error_table_holds_each_scan_to_float64():

@@ -9,7 +9,7 @@ Two tables, every row timed interleaved (median, IQR), the same weights and inpu
    parts) against ``mambapy``'s block (its Blelloch ``pscan``, which ``model=mamba`` uses by default), width 128,
    E = 256, N = 16;
 2. minGRU's layer: ours (the chunked scan) against ``mingru-pytorch``'s (one ``logcumsumexp`` over the whole
-   sequence), width 128.
+   sequence), width 128; then ours again with the scan in one chunk (``chunk=null``), the peer's form.
 
 Then the price of the speed: each minGRU scan's largest relative error in float32 against the same scan in float64,
 on the same coefficients (ours chunks the scan so that the cumulative log-decay stays small; one ``logcumsumexp``
@@ -49,11 +49,11 @@ def mamba_pair(length: int, batch: int, width: int) -> dict[str, Callable[[], No
     return {"ours": backward_of(ours, x), "mambapy": backward_of(theirs, x)}
 
 
-def mingru_pair(length: int, batch: int, width: int) -> dict[str, Callable[[], None]]:
+def mingru_pair(length: int, batch: int, width: int, chunk: int | None = 256) -> dict[str, Callable[[], None]]:
     from minGRU_pytorch import minGRU
 
     theirs = minGRU(width)
-    ours = MinRNN(width, "gru")
+    ours = MinRNN(width, "gru", chunk=chunk)
     ours.load_state_dict(theirs.state_dict())
     x = torch.randn(batch, length, width)
     return {"ours": lambda: ours(x)[0].square().mean().backward(), "mingru-pytorch": backward_of(theirs, x)}
@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[int, dict[str, Timing]
     pairs = (
         ("mamba", lambda n: mamba_pair(n, args.batch, args.width), "mambapy"),
         ("mingru", lambda n: mingru_pair(n, args.batch, args.width), "mingru-pytorch"),
+        ("mingru with one chunk", lambda n: mingru_pair(n, args.batch, args.width, None), "mingru-pytorch"),
     )
     timings = peer_tables(pairs, args.lengths, cpu, args.warmup, args.repeats, "one layer, forward + backward", "peers")
     try:
