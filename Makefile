@@ -46,6 +46,12 @@ BENCH_RECALL = experiment=long_range task=recall task.seq_len=128 task.key_posit
   benchmark=lra trainer.max_steps=$(BENCH_RECALL_STEPS) trainer.stop_at=1.0 trainer.batch_size=16 trainer.progress=false hydra.sweep.dir=$(BENCH_DIR)/attention_recall \
   'hydra.sweep.subdir=recall-L$${task.seq_len}-$${hydra:runtime.choices.model/attention}-s$${seed}'
 LRA_DIR ?= $(BENCH_FULL_DIR)/lra
+# The LRA at CPU scale (experiment=lra_cpu): the recurrent rows, then the attention rows (the Transformer's MLP
+# 4 x 64 wide, a setting only it has), into one directory; two jobs at a time, one thread each. A killed run
+# resumes: each finished job is skipped and an interrupted one continues from its last.pt.
+LRA_CPU_DIR ?= runs/bench-lra
+LRA_CPU_ATTENTION := model=transformer model.backbone.d_ff=256 model/attention=full,local,longformer,bigbird,linear,performer,reformer,linformer,nystrom
+LRA_CPU_SWEEP = $(PAR) $(RUN) -m experiment=lra_cpu hydra.sweep.dir=$(LRA_CPU_DIR) hydra/launcher=joblib hydra.launcher.n_jobs=2
 
 define bench_attention_speed
 	$(PAR) $(RUN) -m experiment=attention_speed hydra.sweep.dir=$(BENCH_DIR)/attention_speed \
@@ -59,7 +65,7 @@ define bench_attention_recall
 	$(PAR) $(RUN) -m $(BENCH_RECALL) model/attention=$(BENCH_RECALL_OTHERS)
 endef
 
-.PHONY: help install data fashion-mnist test test-slow lint docs precision-check bench bench-tuned bench-pretrained bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf figures gpu-check clean
+.PHONY: help install data fashion-mnist pathfinder bench-lra test test-slow lint docs precision-check bench bench-tuned bench-pretrained bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf figures gpu-check clean
 
 help: ## List the commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -251,6 +257,16 @@ endef
 bench-attention-full: data ## Efficient attention in full: every variant's speed and memory at 1K-16K (and the LSTM), the LRA of our own (days on a CPU)
 	$(bench_attention_full)
 	$(PYTHON) -m suite.report $(BENCH_FULL_DIR)/attention_speed $(BENCH_FULL_DIR)/attention_speed_lstm $(LRA_DIR) --name attention
+
+pathfinder: install ## Make the Pathfinder-32 images offline (seeded generator, cached under data/image/pathfinder/; a few minutes, once)
+	$(PYTHON) -m tasks.pathfinder
+
+bench-lra: data pathfinder ## The LRA at CPU scale: 14 models x ListOps, Text, Image, Pathfinder (about 2 h on 2 cores: docs/recurrence.md); resumes; report in results/lra_cpu/
+	@mkdir -p $(LRA_CPU_DIR) && { [ -f $(LRA_CPU_DIR)/.started ] || date +%s > $(LRA_CPU_DIR)/.started; }
+	$(LRA_CPU_SWEEP)
+	$(LRA_CPU_SWEEP) $(LRA_CPU_ATTENTION)
+	$(PYTHON) -m suite.report $(LRA_CPU_DIR) --name lra_cpu
+	@echo "make bench-lra: $$(( $$(date +%s) - $$(cat $(LRA_CPU_DIR)/.started) )) s since its first start (after set-up)"
 
 patterns: install ## Draw each attention variant's key pattern (probed from the code) into results/attention_patterns/
 	$(PYTHON) -m suite.report.attention_patterns --out results/attention_patterns

@@ -164,6 +164,16 @@ def make_splits(
     }
 
 
+def capped(images: Images, most: int | None, split_seed: int) -> Images:
+    """At most ``most`` of ``images``, a sample stratified by label (``split_seed``); all of them when None."""
+    if most is None or len(images[1]) <= most:
+        return images
+    kept = stratified_split(
+        images[1].tolist(), {"kept": most / len(images[1]), "rest": 1 - most / len(images[1])}, split_seed
+    )
+    return subset(images, kept["kept"])
+
+
 class ImageDataset(Dataset):
     """Images with labels; ``transform`` maps one (C, H, W) image (augmentation, normalisation)."""
 
@@ -209,12 +219,15 @@ def load(
     val_fraction: float,
     test_fraction: float,
     split_seed: int,
+    max_eval: int | None = None,
 ) -> ClassificationData:
-    """Read, split, normalise; the embedding cuts images into ``patch_size`` patches."""
+    """Read, split, normalise; the embedding cuts images into ``patch_size`` patches; validation and test hold
+    at most ``max_eval`` images each (a stratified sample)."""
     if dataset not in SOURCES:
         raise ValueError(f"unknown image dataset {dataset!r}; choose one of {sorted(SOURCES)}")
     source = SOURCES[dataset]
     splits = make_splits(source.read(data_dir), val_fraction, test_fraction, split_seed)
+    splits = {name: part if name == "train" else capped(part, max_eval, split_seed) for name, part in splits.items()}
     channels, height, width = splits["train"][0].shape[1:]
     patch = patch_size or source.patch_size
     if height % patch or width % patch:
@@ -244,7 +257,10 @@ def build(
     split_seed: int = 0,
     label_smoothing: float = 0.0,
     artifacts: Sequence[Artifact] = (),
+    max_eval: int | None = None,
 ) -> ClassificationTask:
     """The image task (``conf/task/image.yaml``)."""
-    loader = partial(load, dataset, data_dir, patch_size, augment, val_fraction, test_fraction, split_seed)
+    if max_eval is not None and max_eval < 1:
+        raise ValueError(f"image: max_eval must be a positive number of images or null, got {max_eval}")
+    loader = partial(load, dataset, data_dir, patch_size, augment, val_fraction, test_fraction, split_seed, max_eval)
     return ClassificationTask(name, dataset, loader, label_smoothing=label_smoothing, artifacts=artifacts)

@@ -1,5 +1,7 @@
 """The efficient-attention tables, from synthetic records: LRA Table 2's form (speed, memory, crossover)."""
 
+from scipy import stats
+
 from suite.report.build import main as report_main
 from suite.report.efficiency import crossover, efficiency_rows
 from suite.runtime.record import ResultRecord
@@ -186,16 +188,26 @@ def test_lra_table_sets_variants_against_tasks_with_the_average_and_the_publishe
     ]
     rows = lra_rows(runs)
     assert list(rows[0]) == ["model", "source", "ListOps 2K", "Text 4K", "Image 784", "Recall 1K", "average"]
-    assert rows[0] == {
+    assert rows[0] == {  # a uniform guess: 10 values, 5 topics, 10 classes, task.n_classes keys (8 by default)
+        "model": "chance",
+        "source": "a uniform guess",
+        "ListOps 2K": "10.0",
+        "Text 4K": "20.0",
+        "Image 784": "10.0",
+        "Recall 1K": "12.5",
+        "average": "13.1",
+    }
+    low, high = stats.t.interval(0.95, 1, loc=38.0, scale=1.0)  # two seeds: 37 and 39, standard error 1
+    assert rows[1] == {
         "model": "full",
         "source": "ours: full (2000 steps)",
-        "ListOps 2K": "38.0 ± 1.4",
+        "ListOps 2K": f"38.0 [{low:.1f}, {high:.1f}]",
         "Text 4K": "80.0",
         "Image 784": "50.0",
         "Recall 1K": "100.0",
         "average": "67.0",
     }
-    assert rows[1] == {
+    assert rows[2] == {
         "model": "",
         "source": "LRA Table 1 (Tay et al. 2021, published): Transformer",
         "ListOps 2K": "36.4",
@@ -204,9 +216,71 @@ def test_lra_table_sets_variants_against_tasks_with_the_average_and_the_publishe
         "Recall 1K": "—",
         "average": "54.4 (its 5 tasks)",
     }
-    assert [r["model"] for r in rows] == ["full", "", "local", "", "nystrom"]  # LRA did not measure the Nystromformer
-    assert rows[2]["Recall 1K"] == "12.5" and rows[3]["ListOps 2K"] == "15.8"
-    assert rows[4]["Recall 1K"] == "oom" and rows[4]["Text 4K"] == "" and rows[4]["average"] == "30.0 (1 of 4)"
+    assert [r["model"] for r in rows] == ["chance", "full", "", "local", "", "nystrom"]  # LRA did not measure Nystrom
+    assert rows[3]["Recall 1K"] == "12.5" and rows[4]["ListOps 2K"] == "15.8"
+    assert rows[5]["Recall 1K"] == "oom" and rows[5]["Text 4K"] == "" and rows[5]["average"] == "30.0 (1 of 4)"
+
+
+def test_a_cell_with_a_failed_seed_says_so_beside_the_others_mean():
+    rows = lra_rows([run("full", "recall", 1.0), run("full", "recall", None, seed=1)])
+    assert rows[1]["Recall 1K"] == "100.0 (1 of 2 seeds; oom)"
+
+
+def lra_cpu_run(model: str, lra: str, accuracy: float, tokens_per_s: float) -> ResultRecord:
+    """A run of experiment=lra_cpu: an attention variant ('full', ...) or a recurrent model ('lstm', ...)."""
+    task, dataset, length = {**LRA_TASKS, "pathfinder": ("pathfinder", "pathfinder", 1024)}[lra]
+    attention = model in PUBLISHED or model == "nystrom"
+    config_model = {"d_model": 64, "backbone": {"n_layers": 2}} | (
+        {"attention": {"_target_": model}} if attention else {}
+    )
+    return ResultRecord(
+        status="ok",
+        task=task,
+        dataset=dataset,
+        model="transformer" if attention else model,
+        seed=0,
+        seq_len=1024 if lra in ("text", "pathfinder") else length,
+        attention=model if attention else None,
+        metrics={"accuracy": accuracy},
+        speed={"train_tokens_per_s": tokens_per_s},
+        config={
+            "benchmark": "lra_cpu",
+            "job": TRAIN_JOB,
+            "model": config_model,
+            "trainer": {"name": "full", "max_steps": 200},
+        },
+    )
+
+
+def test_the_cpu_scale_table_puts_recurrent_rows_after_attention_with_pathfinder_and_tokens_per_s_at_1k():
+    runs = [
+        lra_cpu_run("lstm", "pathfinder", 0.52, 9000.0),
+        lra_cpu_run("lstm", "text", 0.40, 11000.0),
+        lra_cpu_run("full", "pathfinder", 0.60, 20000.0),
+        lra_cpu_run("full", "image", 0.70, 25000.0),
+        lra_cpu_run("full", "listops", 0.30, 30000.0),  # length 2048: not in the 1K column
+    ]
+    rows = lra_rows(runs, "lra_cpu")
+    assert list(rows[0]) == [
+        "model",
+        "source",
+        "ListOps 2K",
+        "Text 1K",
+        "Image 784",
+        "Pathfinder 1K",
+        "average",
+        "train tok/s 1K",
+    ]
+    assert rows[0]["Pathfinder 1K"] == "50.0" and rows[0]["average"] == "22.5"
+    assert [r["model"] for r in rows] == ["chance", "full", "", "lstm"]
+    assert (
+        rows[1]["Pathfinder 1K"] == "60.0"
+        and rows[1]["train tok/s 1K"] == "20k"
+        and rows[1]["average"] == "53.3 (3 of 4)"
+    )
+    assert rows[2]["Pathfinder 1K"] == "71.4"  # LRA's Transformer on Pathfinder-32
+    assert rows[3]["train tok/s 1K"] == "10k"  # the mean of its two 1K runs
+    assert lra_rows(runs) == []  # the GPU-size table takes none of them
 
 
 def test_lra_table_takes_only_runs_of_the_lra_benchmark_and_keeps_other_settings_apart():
@@ -216,21 +290,23 @@ def test_lra_table_takes_only_runs_of_the_lra_benchmark_and_keeps_other_settings
         run("local", "recall", 0.125),
         run("local", "recall", 0.9, window=2048),
     ]
-    rows = lra_rows(runs)
+    rows = lra_rows(runs)[1:]  # after chance
     assert [(r["model"], r["Recall 1K"]) for r in rows] == [
         ("full", "100.0"),
         ("local (model.attention.window=2048)", "90.0"),
         ("local (model.attention.window=unset)", "12.5"),
     ]
     assert lra_rows([run("full", "recall", 1.0, benchmark=None)]) == []
-    assert len(lra_rows([run("full", "recall", 1.0)])) == 1  # no published row where no task corresponds
     assert (
-        lra_rows([run("full", "recall", 1.0, steps=400), run("full", "recall", 0.9)])[0]["source"]
+        len(lra_rows([run("full", "recall", 1.0)])) == 2
+    )  # chance and ours: no published row where no task corresponds
+    assert (
+        lra_rows([run("full", "recall", 1.0, steps=400), run("full", "recall", 0.9)])[1]["source"]
         == "ours: full (2000 steps)"
     )  # budgets never pooled
     labelled = lra_rows(
         [run("bigbird", "recall", 1.0), run("full", "recall", 1.0, window=3), run("full", "recall", 0.9)]
-    )
+    )[1:]
     assert [r["model"] for r in labelled] == [
         "full (model.attention.window=3)",
         "full (model.attention.window=unset)",

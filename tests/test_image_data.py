@@ -30,6 +30,26 @@ def test_digits_split_is_seeded_stratified_and_complete():
     assert not torch.equal(other_seed.splits["test"].images, data.splits["test"].images)
 
 
+def test_max_eval_caps_validation_and_test_with_a_stratified_sample_and_leaves_train_whole():
+    whole, capped = load_dataset("digits"), load_dataset("digits", max_eval=100)
+    assert len(capped.splits["train"]) == len(whole.splits["train"])
+    for split in ("val", "test"):
+        assert len(capped.splits[split]) == 100
+        share = Counter(capped.splits[split].labels.tolist())
+        full = Counter(whole.splits[split].labels.tolist())
+        for c in range(10):  # every class in the sample as in the whole split, to the rounding of 100 images
+            assert abs(share[c] / 100 - full[c] / len(whole.splits[split])) <= 0.015
+    kept = {img.numpy().tobytes() for img in capped.splits["test"].images}
+    assert kept <= {img.numpy().tobytes() for img in whole.splits["test"].images}
+
+
+def test_max_eval_below_one_is_refused_at_build():
+    from tasks.image import build
+
+    with pytest.raises(ValueError, match="max_eval must be a positive number"):
+        build("image", max_eval=0)
+
+
 def test_patches_and_embedding_follow_the_dataset():
     data = load_dataset("digits")
     assert data.max_len == 16 and data.n_classes == 10  # 8x8 in 2x2 patches

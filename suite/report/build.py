@@ -25,7 +25,7 @@ from suite.report import formatting as fmt
 from suite.report.compare import cpu_kind
 from suite.report.efficiency import efficiency_rows
 from suite.report.lm_tables import context_use, generation_cost, lm_rows
-from suite.report.lra_table import lra_rows
+from suite.report.lra_table import CPU_BENCHMARK, lra_rows
 from suite.report.mqar import mqar_rows, mqar_vs_width
 from suite.report.plots import FIGURES, family, is_compression, is_speed, method_label, model_order, model_size, primary
 from suite.report.run_settings import variant_labels
@@ -444,6 +444,12 @@ INTRO = {
     "the key at the end, beyond every window; chance 12.5%). Under a variant LRA measured, its published "
     "Table 1 figures (Tay et al. 2021: other data, lengths, models and budgets) stand where a task corresponds: "
     "a reference, not a like-for-like comparison.",
+    "lra at cpu scale": "The LRA at CPU scale (experiment=lra_cpu, make bench-lra): test accuracy % of every "
+    "attention variant and every recurrent model on ListOps, BBC News bytes, Fashion-MNIST pixels and "
+    "Pathfinder-32, lengths up to 1K, one width, depth and step budget for all (the mean over seeds and its "
+    "95 % interval; a failed run shows its status). Chance in the first row; training tokens/s at 1K from the "
+    "training runs themselves (the row's 1K runs, two jobs at a time on one thread each). LRA's published "
+    "Table 1 row stands under each model it measured: other data, lengths, widths and budgets.",
     "compression": "One row per compressed model (job=compress): its test metric beside the uncompressed "
     "weights', the artefact's size, and latency (batch 1) and throughput as ratios to the uncompressed model "
     "timed interleaved in the same job.",
@@ -488,11 +494,12 @@ def build_report(
     trained = [r for r in records if r.job == "train" or (r.job == "evaluate" and scored_on_test(r))]
     exps = experiments(trained)
     headline, details = headline_rows(exps, outputs), detail_tables(exps)
-    speed, gradients, efficiency, lra = (
+    speed, gradients, efficiency, lra, lra_cpu = (
         speed_rows(records),
         gradient_rows(records),
         efficiency_rows(records),
         lra_rows(records),
+        lra_rows(records, CPU_BENCHMARK),
     )
     compression, lm, mqar = compression_rows(records), lm_rows(records, outputs), mqar_rows(records)
     if exps:
@@ -503,6 +510,7 @@ def build_report(
         ("gradient_flow", gradients),
         ("attention_speed", efficiency),
         ("lra", lra),
+        ("lra_cpu", lra_cpu),
         ("compression", compression),
         ("lm", lm),
         ("mqar", mqar),
@@ -534,6 +542,7 @@ def build_report(
         "speed": speed,
         "attention speed": efficiency,
         "lra": lra,
+        "lra at cpu scale": lra_cpu,
         "gradient flow": gradients,
         "compression": compression,
         "language models": lm,
@@ -581,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
     directory = {id(r): path for path, r in found}
     tables = build_report([r for _, r in found], out_dir, args.name, lambda r: run_outputs(directory[id(r)]))
     print(markdown(tables["results at a glance"]))
-    for title in ("speed", "attention speed", "lra", "compression", "language models"):
+    for title in ("speed", "attention speed", "lra", "lra at cpu scale", "compression", "language models"):
         if tables[title]:
             print(markdown(tables[title]))
     if args.wandb:

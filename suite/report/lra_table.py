@@ -1,16 +1,21 @@
-"""An LRA of our own: the Table-1-style accuracy table (variants x tasks + average), LRA's published row beside ours.
+"""An LRA of our own: the Table-1-style accuracy table (models x tasks + average), LRA's published row beside ours.
 
-Our runs are those whose config says ``benchmark: lra`` (``experiment=lra``; ``make bench``'s recall point): one model
-size
-and one step budget for every attention variant on ListOps, recall with the key beyond every
-window, byte-level BBC News topics (LRA's Text analogue) and pixel-by-pixel Fashion-MNIST (LRA's
-Image analogue). Each cell is the test accuracy in percent (mean ± std over seeds), a column per
-task and length. Under each variant that LRA measured, its published figures (Table 1 of Tay et
-al. 2021, test accuracy %) stand in the columns whose task corresponds: ListOps with ListOps,
-Text with IMDB bytes, Image with grey CIFAR-10 pixels (the row is left out where none of our
-columns corresponds; Recall has no counterpart). They were measured on other data, lengths, models and budgets: a
-reference point, not a like-for-like
-comparison.
+Two benchmarks make one table each, from the runs whose config names it (``benchmark``):
+
+- ``lra`` (``experiment=lra``; ``make bench``'s recall point): every attention variant at LRA's lengths on
+  ListOps, recall with the key beyond every window, byte-level BBC News topics (LRA's Text analogue) and
+  pixel-by-pixel Fashion-MNIST (LRA's Image analogue): the GPU-size recipe;
+- ``lra_cpu`` (``experiment=lra_cpu``, ``make bench-lra``): the same tasks and Pathfinder at lengths up to 1K, for
+  every attention variant and every recurrent model, one width, depth and step budget for all.
+
+Each cell is the test accuracy in percent: the mean over seeds with its 95 % interval (Student's t) where
+there are two seeds or more; a run that failed shows its status. A column per task and length, the chance
+level (a uniform guess) in a row of its own, the average over the columns and the training tokens/s at 1K
+(the mean over the row's runs of length 1,024). Under each model that LRA measured, its published figures
+(Table 1 of Tay et al. 2021, test accuracy %) stand in the columns whose task corresponds: ListOps with
+ListOps, Text with IMDB bytes, Image with grey CIFAR-10 pixels, Pathfinder with Pathfinder-32 (Recall has no
+counterpart). They were measured on other data, lengths, models and budgets: a reference point, not a
+like-for-like comparison.
 """
 
 from __future__ import annotations
@@ -20,10 +25,13 @@ from collections import defaultdict
 
 from suite.report import formatting as fmt
 from suite.report.efficiency import short, variant
+from suite.report.plots import family
 from suite.report.run_settings import variant_labels
+from suite.report.significance import seed_interval
 from suite.runtime.record import ResultRecord, trainer_name
 
 BENCHMARK = "lra"  # the config's `benchmark`, set by conf/experiment/lra.yaml
+CPU_BENCHMARK = "lra_cpu"  # set by conf/experiment/lra_cpu.yaml (make bench-lra)
 PUBLISHED_SOURCE = "LRA Table 1 (Tay et al. 2021, published)"
 # Long Range Arena, Table 1 (Tay et al., ICLR 2021): test accuracy % on ListOps, Text, Retrieval,
 # Image and Pathfinder, and their average; published reference figures, typed from the paper as
@@ -66,27 +74,55 @@ PUBLISHED: dict[str, tuple[str, dict[str, float], float]] = {
         51.4,
     ),
 }
-TASK_ORDER = ("ListOps", "Text", "Image", "Recall")
+TASK_ORDER = ("ListOps", "Text", "Image", "Pathfinder", "Recall")
+# Classes of each task as our tasks define them (chance = 1 / classes): ListOps' values 0-9, BBC News' five
+# topics, Fashion-MNIST's ten, connected or not; Recall's key tokens come from the run's config (task.n_classes).
+CLASSES = {"ListOps": 10, "Text": 5, "Image": 10, "Pathfinder": 2}
+SPEED_LENGTH = 1024  # the tokens/s column: training throughput at this length
+SPEED_COLUMN = "train tok/s 1K"
 
 
 def lra_task(r: ResultRecord) -> str | None:
     """The LRA task a run of ours stands for ('Recall': ours alone), None for a run of no LRA task."""
     if r.task == "long_range":
         return {"listops": "ListOps", "recall": "Recall"}.get(r.dataset)
-    return {"news_topic": "Text", "image": "Image"}.get(r.task)
+    return {"news_topic": "Text", "image": "Image", "pathfinder": "Pathfinder"}.get(r.task)
 
 
-def is_lra(r: ResultRecord) -> bool:
-    """A training run of experiment=lra on one of its tasks."""
-    return r.config.get("benchmark") == BENCHMARK and r.job == "train" and lra_task(r) is not None
+def is_lra(r: ResultRecord, benchmark: str = BENCHMARK) -> bool:
+    """A training run of the named LRA benchmark on one of its tasks."""
+    return r.config.get("benchmark") == benchmark and r.job == "train" and lra_task(r) is not None
+
+
+def chance(task: str, r: ResultRecord) -> float:
+    """A uniform guess's accuracy % on ``task`` as run ``r`` set it up."""
+    classes = CLASSES.get(task) or int((r.config.get("task") or {}).get("n_classes", 8))
+    return 100 / classes
 
 
 def percent(records: list[ResultRecord]) -> tuple[str, float | None]:
-    """A cell: test accuracy % (mean ± std over ok seeds) and the mean, or the failures' status."""
+    """A cell: test accuracy % (the mean over ok seeds, its 95 % interval from two seeds on) and the mean; the
+    failures' status beside it, or alone where no seed finished."""
     values = [100 * r.metrics["accuracy"] for r in records if r.status == "ok" and "accuracy" in r.metrics]
+    failed = sorted(r.status for r in records if r.status != "ok")
     if not values:
-        return "/".join(sorted({r.status for r in records})), None
-    return fmt.mean_std(values, lambda v: f"{v:.1f}"), statistics.mean(values)
+        return "/".join(sorted(set(failed))), None
+    mean = statistics.mean(values)
+    interval = seed_interval(values)
+    text = f"{mean:.1f}" + (f" [{interval[0]:.1f}, {interval[1]:.1f}]" if interval else "")
+    if failed:
+        text += f" ({len(values)} of {len(records)} seeds; " + ", ".join(sorted(set(failed))) + ")"
+    return text, mean
+
+
+def train_speed(records: list[ResultRecord]) -> str:
+    """The mean training tokens/s of the ok runs of length ``SPEED_LENGTH``; '' where none."""
+    rates = [
+        r.speed["train_tokens_per_s"]
+        for r in records
+        if r.status == "ok" and r.seq_len == SPEED_LENGTH and "train_tokens_per_s" in r.speed
+    ]
+    return fmt.rate(statistics.mean(rates)) if rates else ""
 
 
 def row_names(records: list[ResultRecord]) -> list[str]:
@@ -103,18 +139,33 @@ def row_names(records: list[ResultRecord]) -> list[str]:
     return names
 
 
-def lra_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
-    """The table: a row per variant (ours), its published LRA row under it where LRA measured it."""
-    runs = [r for r in records if is_lra(r)]
+def lra_rows(records: list[ResultRecord], benchmark: str = BENCHMARK) -> list[dict[str, str]]:
+    """The table of one benchmark: chance first, then a row per model (attention variants, full first, then the
+    recurrent models), its published LRA row under it where LRA measured it."""
+    runs = [r for r in records if is_lra(r, benchmark)]
     if not runs:
         return []
     columns = sorted({(lra_task(r), r.seq_len or 0) for r in runs}, key=lambda c: (TASK_ORDER.index(c[0]), c[1]))
     header = {c: f"{c[0]} {short(c[1])}" for c in columns}
     cells: dict[tuple[str, str], dict[tuple, list[ResultRecord]]] = defaultdict(lambda: defaultdict(list))
+    attention: set[str] = set()
     for r, name in zip(runs, row_names(runs)):
         cells[(name, trainer_name(r))][(lra_task(r), r.seq_len or 0)].append(r)
-    order = lambda key: (key[0].split(" (")[0] != "full", key[0], key[1])  # noqa: E731 - full attention first, with its settings' rows
-    rows, published_shown = [], set()
+        if family(r) == "attention":
+            attention.add(name)
+    example = {c: next(r for r in runs if (lra_task(r), r.seq_len or 0) == c) for c in columns}
+    chances = {c: chance(c[0], example[c]) for c in columns}
+    rows = [
+        {
+            "model": "chance",
+            "source": "a uniform guess",
+            **{header[c]: f"{chances[c]:.1f}" for c in columns},
+            "average": f"{statistics.mean(chances.values()):.1f}",
+            SPEED_COLUMN: "",
+        }
+    ]
+    order = lambda key: (key[0] not in attention, key[0].split(" (")[0] != "full", key[0], key[1])  # noqa: E731
+    published_shown = set()
     for name, trainer in sorted(cells, key=order):
         row = {"model": name, "source": f"ours: {trainer}"}
         means = []
@@ -129,6 +180,7 @@ def lra_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
             else f"{statistics.mean(known):.1f}"
             + ("" if len(known) == len(columns) else f" ({len(known)} of {len(columns)})")
         )
+        row[SPEED_COLUMN] = train_speed([r for group in cells[(name, trainer)].values() for r in group])
         rows.append(row)
         base = name.split(" (")[0]
         if base in PUBLISHED and base not in published_shown and any(c[0] in PUBLISHED[base][1] for c in columns):
@@ -140,6 +192,9 @@ def lra_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
                     "source": f"{PUBLISHED_SOURCE}: {lra_name}",
                     **{header[c]: (f"{figures[c[0]]:.1f}" if c[0] in figures else "—") for c in columns},
                     "average": f"{average:.1f} (its 5 tasks)",
+                    SPEED_COLUMN: "",
                 }
             )
+    if not any(row[SPEED_COLUMN] for row in rows):
+        rows = [{k: v for k, v in row.items() if k != SPEED_COLUMN} for row in rows]
     return rows
