@@ -220,7 +220,9 @@ def build(
         if n < 2:
             raise ValueError(f"pathfinder: n_{split} must be at least 2 (one of each label), got {n}")
     loader = partial(load, style, sizes, split_seed, data_dir)
-    return ClassificationTask(name, dataset, loader, label_smoothing=label_smoothing, artifacts=artifacts)
+    return ClassificationTask(
+        name, dataset, loader, label_smoothing=label_smoothing, artifacts=artifacts, max_len=image_size**2
+    )
 
 
 CONFIGURED = (["task=pathfinder"], ["experiment=lra_cpu", "lra_cpu=pathfinder"])  # the sets the configs read

@@ -28,7 +28,7 @@ def composed(lra: str, attention: str = "full", *extra: str):
 
 def test_the_sweep_covers_every_task_and_every_variant_but_explicit():
     params = OmegaConf.load(CONF / "experiment" / "lra.yaml").hydra.sweeper.params
-    assert sorted(params.lra.split(",")) == LRA_TASKS == ["image", "listops", "recall", "text"]
+    assert sorted(params.lra.split(",")) == LRA_TASKS == ["image", "listops", "pathfinder", "recall", "text"]
     assert sorted(SWEPT) == sorted(
         p.stem for p in (CONF / "model" / "attention").glob("*.yaml") if p.stem != "explicit"
     )
