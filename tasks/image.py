@@ -168,10 +168,9 @@ def capped(images: Images, most: int | None, split_seed: int) -> Images:
     """At most ``most`` of ``images``, a sample stratified by label (``split_seed``); all of them when None."""
     if most is None or len(images[1]) <= most:
         return images
-    kept = stratified_split(
-        images[1].tolist(), {"kept": most / len(images[1]), "rest": 1 - most / len(images[1])}, split_seed
-    )
-    return subset(images, kept["kept"])
+    share = most / len(images[1])
+    kept = stratified_split(images[1].tolist(), {"kept": share, "rest": 1 - share}, split_seed)["kept"]
+    return subset(images, kept)
 
 
 class ImageDataset(Dataset):

@@ -12,7 +12,7 @@ radians every two pixels, drawn ``dash`` pixels on and ``gap`` off. A curve keep
 black between itself and every earlier curve and dot, so a curve never touches another: drawn
 solid (``gap=0``), a positive's dots lie in one 8-connected component and a negative's in two
 (the tests check exactly that). The images are made from ``split_seed`` alone, once, and cached
-in the data directory (``<data>/image/pathfinder/``; ``make data`` makes the default set); nothing is
+in the data directory (``<data>/image/pathfinder/``; ``make pathfinder`` makes the configured sets); nothing is
 downloaded. The model reads them pixel by pixel, as LRA's Pathfinder-32 (1,024 positions).
 """
 
@@ -235,13 +235,9 @@ def main() -> int:
     from suite.runtime.compose import composed
 
     for overrides in CONFIGURED:
-        cfg = composed(overrides).task
-        style = Style(cfg.image_size, cfg.length, cfg.n_distractors, cfg.turn, cfg.dash, cfg.gap)
-        sizes = {"train": cfg.n_train, "val": cfg.n_val, "test": cfg.n_test}
-        path = cache_path(style, sizes, cfg.split_seed, cfg.data_dir)
-        if not path.exists():
-            instantiate(cfg).setup()
-        print(f"pathfinder ({' '.join(overrides)}): {path}")
+        task = instantiate(composed(overrides).task)
+        task.setup()  # generates and caches the set, or reads it back: build() alone says how the set is drawn
+        print(f"pathfinder ({' '.join(overrides)}): {task.split_sizes()} images ready")
     return 0
 
 

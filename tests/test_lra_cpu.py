@@ -45,11 +45,16 @@ def test_every_task_is_at_most_1k_long():
     assert max(lengths.values()) == 1024 and cell("image").task.max_eval == 1000
 
 
-def test_a_cell_runs_and_lands_in_the_cpu_table(tmp_path):
+@pytest.mark.parametrize(
+    "row, precision",
+    [(("model=s4d",), "fp32"), ((*ATTENTION_ROW, "model/attention=local"), "bf16")],
+    ids=["s4d-fp32", "local-bf16"],  # bf16 forced: the path precision=auto takes for attention on AMX or CUDA
+)
+def test_a_cell_runs_and_lands_in_the_cpu_table(tmp_path, row, precision):
     cfg = compose_config(
         "experiment=lra_cpu",
         "lra_cpu=pathfinder",
-        "model=s4d",
+        *row,
         "task.image_size=16",
         "task.length=8",
         "task.n_distractors=0",
@@ -59,10 +64,16 @@ def test_a_cell_runs_and_lands_in_the_cpu_table(tmp_path):
         f"data_dir={tmp_path}",
         "trainer.max_steps=2",
         "trainer.scheduler.warmup_steps=1",
+        f"trainer.precision={precision}",
         "logger=none",
         tiny=False,  # the experiment's own trainer (the smoke profile has no warm-up)
     )
-    record = execute(cfg, tmp_path / "run")
+    attention = next((o.split("=")[1] for o in row if o.startswith("model/attention=")), None)
+    record = execute(cfg, tmp_path / "run", attention=attention)  # as suite.run passes Hydra's choice
     assert record.status == "ok", record.error
+    assert record.precision == precision and record.seq_len == 256
     rows = lra_rows([record], CPU_BENCHMARK)
-    assert [r["model"] for r in rows] == ["chance", "s4d"] and rows[1]["Pathfinder 256"] != ""
+    # chance, ours, and LRA's published row under a model LRA measured (its Local Attention: Pathfinder 66.6)
+    assert [r["model"] for r in rows] == ["chance", attention or "s4d"] + ([""] if attention else [])
+    assert float(rows[1]["Pathfinder 256"]) == pytest.approx(100 * record.metrics["accuracy"], abs=0.05)
+    assert rows[1]["average"] == rows[1]["Pathfinder 256"]
