@@ -61,7 +61,7 @@ def test_the_probed_pattern_is_each_variants_own():
 
 
 def test_a_pattern_png_for_every_variant(tmp_path):
-    assert patterns_main(["--length", "32", "--out", str(tmp_path)]) == 0
+    assert patterns_main(["--length", "64", "--out", str(tmp_path)]) == 0
     assert sorted(p.stem for p in tmp_path.glob("*.png")) == VARIANTS  # one per config in conf/model/attention/
     assert all(p.stat().st_size > 1000 for p in tmp_path.glob("*.png"))
 

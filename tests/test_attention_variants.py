@@ -39,9 +39,14 @@ SMALL = {
 }
 
 
-def make_core(name: str, max_len: int = L, **settings):
-    """The core as the layer builds it, at this file's sizes (H heads of width D)."""
-    return build(name, max_len, small=False, heads=H, head_dim=D, **settings)
+SPARSE = ("local", "longformer", "bigbird")  # their default sizes (64) reach every key of L positions: refused
+
+
+def make_core(name: str, max_len: int | None = L, **settings):
+    """The core as the layer builds it, at this file's sizes (H heads of width D); the sparse variants at this
+    file's ``SMALL`` sizes unless told. ``max_len=None``: a core built without a length (it clips, refusing nothing)."""
+    defaults = SMALL[name] if name in SPARSE else {}
+    return build(name, max_len, small=False, heads=H, head_dim=D, **(defaults | settings))
 
 
 def qkv(length: int = L):
@@ -90,10 +95,10 @@ def test_every_config_has_its_module_and_every_module_its_config():
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("window", [L, L + 5])
-def test_local_with_a_window_of_the_length_or_more_is_full_attention(window, causal):
+def test_local_built_without_a_length_clips_a_window_of_the_length_or_more_to_full_attention(window, causal):
     q, k, v = qkv()
     pad = padding()
-    out = make_core("local", window=window)(q, k, v, pad, causal)
+    out = make_core("local", max_len=None, window=window)(q, k, v, pad, causal)
     full = FullAttention()(q, k, v, pad_mask=pad, causal=causal)
     assert close_on_real(out, full, pad)
 
@@ -116,7 +121,7 @@ def test_longformer_equals_window_plus_global_rows_and_columns(window, n_global)
     pad = padding()
     i = torch.arange(L)
     allowed = ((i[:, None] - i[None]).abs() <= window) | (i[:, None] < n_global) | (i[None] < n_global)
-    out = make_core("longformer", window=window, n_global=n_global)(q, k, v, pad)
+    out = make_core("longformer", max_len=None, window=window, n_global=n_global)(q, k, v, pad)
     assert close_on_real(out, masked_reference(q, k, v, allowed, pad), pad)
 
 
@@ -127,7 +132,7 @@ def test_bigbird_with_every_block_selected_is_full_attention():
         {"block": 3, "window": 5, "n_global": 0, "n_random": 0},
         {"block": 3, "window": 0, "n_global": 1, "n_random": 5},
     ):
-        core = make_core("bigbird", **settings)
+        core = make_core("bigbird", max_len=None, **settings)
         assert core.block_pattern(5).all()
         assert close_on_real(core(q, k, v, pad), FullAttention()(q, k, v, pad_mask=pad), pad)
 
@@ -364,12 +369,37 @@ def test_a_window_that_is_not_a_positive_int_is_refused_at_build(window):
             make_core(name, window=window)
 
 
+@pytest.mark.parametrize(
+    "name,settings,most",
+    [
+        ("local", {"window": L - 1}, "a window of at most 11"),
+        ("local", {"window": 64}, "a window of at most 11"),
+        ("longformer", {"window": L, "n_global": 1}, "a window of at most 11"),
+        ("bigbird", {"block": 64}, "a longer task or a smaller block and window"),
+        ("bigbird", {"block": 3, "window": 1, "n_global": 1, "n_random": 2}, "a longer task"),  # 5 blocks: 3 + 1 + 2
+    ],
+)
+def test_a_sparse_pattern_reaching_every_key_of_the_length_is_refused_at_build(name, settings, most):
+    with pytest.raises(
+        ValueError,
+        match=rf"'{name}': at its .* every query reaches every key of the longest sequence "
+        rf"\({L} positions\).*full attention.*{most}",
+    ):
+        make_core(name, **settings)
+
+
+def test_a_sparse_pattern_one_key_short_of_everything_builds():
+    make_core("local", window=L - 2)
+    make_core("longformer", window=L - 2, n_global=1)
+    make_core("bigbird", block=3, window=1, n_global=1, n_random=1)  # 5 blocks: the 5th is out of reach of block 1
+
+
 def test_a_variant_lacking_a_capability_is_refused_by_the_layer_that_needs_it():
     for name in ("reformer", "local", "linformer", "bigbird", "longformer", "nystrom"):
-        cfg = compose_config("model=transformer", f"model/attention={name}", "++model.decoder.max_len=16")
+        cfg = compose_config("model=transformer", f"model/attention={name}", "++model.decoder.max_len=1024")
         with refused(rf"attention variant '{name}' cannot serve the decoder's .*lacks"):
             instantiate(cfg.model.decoder)
-    cfg = compose_config("model=transformer", "model/attention=reformer", "++model.decoder.max_len=16")
+    cfg = compose_config("model=transformer", "model/attention=reformer", "++model.decoder.max_len=1024")
     with refused("'reformer' cannot serve the decoder's self-attention: it lacks cached decoding, causal"):
         instantiate(cfg.model.decoder)
     instantiate(compose_config("model=transformer", "model/attention=reformer").model.backbone)  # encoders take it

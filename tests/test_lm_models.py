@@ -87,7 +87,10 @@ def test_the_output_layer_is_the_embedding():
     "spec, message",
     [
         (("bilstm",), "reads the sequence both ways"),
-        (("transformer", "model/attention=bigbird"), "'bigbird' cannot serve the causal encoder"),
+        (
+            ("transformer", "model/attention=bigbird", "model.attention.block=2"),
+            "'bigbird' cannot serve the causal encoder",
+        ),
     ],
 )
 def test_a_model_that_sees_the_future_is_refused(spec, message):

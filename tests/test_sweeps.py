@@ -80,7 +80,7 @@ def test_a_sweep_over_attention_variants_leaves_one_record_each(tmp_path):
             "experiment=speed_vs_length",
             "model=transformer",
             "model/attention=full,local,linear",
-            "task.seq_len=16",
+            "task.seq_len=128",  # local's window of 64 would reach every key of 16 positions: refused at build
             "model.d_model=16",
             "job.min_time_s=0",
             "job.repeats=1",
@@ -96,7 +96,7 @@ def test_a_sweep_over_attention_variants_leaves_one_record_each(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     records = {p.parent.name: read_result(p) for p in tmp_path.rglob(RESULT_FILE)}
-    assert sorted(records) == ["transformer-L16-auto", "transformer-linear-L16-auto", "transformer-local-L16-auto"]
+    assert sorted(records) == ["transformer-L128-auto", "transformer-linear-L128-auto", "transformer-local-L128-auto"]
     assert {r.attention for r in records.values()} == {"full", "local", "linear"} and all(
         r.status == "ok" for r in records.values()
     )

@@ -16,7 +16,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from suite.attention.core import PADDING, AttentionCore, key_padding, masked_softmax, positive_int, self_attention_only
+from suite.attention.core import (
+    PADDING,
+    AttentionCore,
+    key_padding,
+    masked_softmax,
+    positive_int,
+    self_attention_only,
+    sparse_reach,
+)
 from suite.nn import dropout
 
 
@@ -24,7 +32,8 @@ class BigBirdAttention(AttentionCore):
     """Block-sparse softmax attention.
 
     Args:
-        block: block size in positions (a positive int; clipped to the length).
+        block: block size in positions (a positive int; clipped to the length). A block and window that read
+            every key of ``max_len`` positions are refused (full attention under this name).
         window: neighbouring blocks on each side a query block reads (1: three blocks).
         n_global: leading global blocks (they read all keys and are read by all queries).
         n_random: random key blocks per query block (fewer when not that many are left).
@@ -50,6 +59,17 @@ class BigBirdAttention(AttentionCore):
             for x, what in ((window, "window"), (n_global, "n_global"), (n_random, "n_random"))
         )
         self.register_buffer("seed", torch.randint(0, 2**31 - 1, ()))
+        if self.max_len is not None:
+            sparse_reach(self.name, "block and window", self.max_len, self.reads_all(self.max_len), None)
+
+    def reads_all(self, length: int) -> bool:
+        """True when every query block reads every key block of ``length`` positions, whatever the random draw:
+        the blocks outside a query block's window and the global ones are no more than ``n_random``."""
+        n = -(-length // self.block)
+        i, j = torch.arange(n)[:, None], torch.arange(n)[None]
+        fixed = ((i - j).abs() <= self.window) | (j < self.n_global)  # (n, n)
+        left = n - fixed[self.n_global :].sum(1)  # per windowed query block
+        return left.numel() == 0 or int(left.max()) <= self.n_random
 
     def block_pattern(self, n: int) -> Tensor:
         """(n, n) bool: key blocks each query block reads (global query rows: all)."""

@@ -85,6 +85,23 @@ def positive_int(value: object, what: str, variant: str, least: int = 1) -> int:
     return value
 
 
+def sparse_reach(variant: str, setting: str, max_len: int | None, reaches_all: bool, most: int | None) -> None:
+    """A ValueError at build time when a sparse pattern reaches every key of the longest sequence.
+
+    Such a pattern is full attention under another name, so a table row or a speed point labelled
+    with the variant would measure something else.
+    ``most`` is the largest ``setting`` that stays sparse (None: none does at this length).
+    """
+    if max_len is None or not reaches_all:
+        return
+    fix = f"a {setting} of at most {most}" if most is not None else f"a longer task or a smaller {setting}"
+    raise ValueError(
+        f"attention variant {variant!r}: at its {setting} every query reaches every key of the longest "
+        f"sequence ({max_len} positions), so it would compute full attention under its own name; use {fix}, "
+        "or model/attention=full"
+    )
+
+
 def self_attention_only(core: AttentionCore, q: Tensor, k: Tensor, causal: bool) -> None:
     """For variants that serve self-attention only: one length for queries and keys, and causal only if declared."""
     if q.size(-2) != k.size(-2):

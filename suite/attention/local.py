@@ -3,7 +3,8 @@
 Query i sees the keys j with |i - j| <= window (causal: i - window <= j <= i). Queries go in
 blocks of ``window`` positions; each block reads its own key block and its neighbours (the one
 before, and the one after unless causal), so a block's scores are (w, 3w) (causal (w, 2w)).
-A window of L or more is clipped to L: every key is in reach, and the result is full attention.
+A window that reaches every key of the longest sequence (L - 1 or more) is refused at build time
+(it would be full attention under this name); a core built without a length clips it to L.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from suite.attention.core import (
     masked_softmax,
     positive_int,
     self_attention_only,
+    sparse_reach,
 )
 from suite.nn import dropout
 from suite.types import State
@@ -64,6 +66,11 @@ def sliding_blocks(
     return qb, kc, vc, allowed[:, None], k_pos
 
 
+def window_most(max_len: int | None) -> int | None:
+    """The widest window that leaves a key out of reach of some query of ``max_len`` positions (None: none does)."""
+    return max_len - 2 if max_len is not None and max_len >= 3 else None
+
+
 def unblock(x: Tensor, length: int) -> Tensor:
     """(B, H, n, w, Dh) -> (B, H, L, Dh), dropping the padding of the last block."""
     return x.flatten(2, 3)[:, :, :length]
@@ -73,7 +80,7 @@ class LocalAttention(AttentionCore):
     """Sliding-window softmax attention.
 
     Args:
-        window: keys on each side a query sees (a positive int; clipped to the length).
+        window: keys on each side a query sees (a positive int, below ``max_len - 1`` where that is known).
         dropout: dropout on the attention weights while training.
     """
 
@@ -83,6 +90,8 @@ class LocalAttention(AttentionCore):
     def __init__(self, window: int = 64, dropout: float = 0.0, **sizes: int | None) -> None:
         super().__init__(dropout, **sizes)
         self.window = positive_int(window, "window", self.name)
+        reach_all = self.max_len is not None and self.window >= self.max_len - 1
+        sparse_reach(self.name, "window", self.max_len, reach_all, window_most(self.max_len))
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
         """(B, H, L, Dh) x3 -> (B, H, L, Dh)."""

@@ -13,8 +13,16 @@ import math
 import torch
 from torch import Tensor
 
-from suite.attention.core import PADDING, AttentionCore, key_padding, masked_softmax, positive_int, self_attention_only
-from suite.attention.local import sliding_blocks, unblock
+from suite.attention.core import (
+    PADDING,
+    AttentionCore,
+    key_padding,
+    masked_softmax,
+    positive_int,
+    self_attention_only,
+    sparse_reach,
+)
+from suite.attention.local import sliding_blocks, unblock, window_most
 from suite.nn import dropout
 
 
@@ -22,7 +30,7 @@ class LongformerAttention(AttentionCore):
     """Sliding-window attention with global tokens at the start.
 
     Args:
-        window: keys on each side a windowed query sees (a positive int; clipped to the length).
+        window: keys on each side a windowed query sees (a positive int, below ``max_len - 1`` where known).
         n_global: number of leading global positions (0: plain ``local``).
         dropout: dropout on the attention weights while training.
     """
@@ -34,6 +42,8 @@ class LongformerAttention(AttentionCore):
         super().__init__(dropout, **sizes)
         self.window = positive_int(window, "window", self.name)
         self.n_global = positive_int(n_global, "n_global", self.name, least=0)
+        reach_all = self.max_len is not None and self.window >= self.max_len - 1
+        sparse_reach(self.name, "window", self.max_len, reach_all, window_most(self.max_len))
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
         """(B, H, L, Dh) x3 -> (B, H, L, Dh)."""
