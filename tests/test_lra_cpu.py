@@ -1,6 +1,7 @@
 """The LRA at CPU scale (experiment=lra_cpu): one form of every model on every task, one budget, the table's runs."""
 
 import pytest
+from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from suite.report.lra_table import CPU_BENCHMARK, lra_rows
@@ -33,6 +34,7 @@ def test_a_row_is_one_model_on_every_task_with_one_width_depth_and_budget(row):
     assert all(m == models["listops"] for m in models.values()), "the image task must not get the ViT's form"
     first = cells["listops"]
     assert first.model.d_model == 64 and first.model.backbone.n_layers == 2 and first.benchmark == CPU_BENCHMARK
+    assert first.trainer.precision == "fp32"  # one arithmetic for every row on every CPU kind
     budget = settings(cell("listops", *ROWS[0]), "trainer")
     assert all(settings(cfg, "trainer") == budget for cfg in cells.values())
     if "model=transformer" in row:
@@ -43,6 +45,18 @@ def test_every_task_is_at_most_1k_long():
     lengths = {"listops": cell("listops").task.seq_len, "text": cell("text").task.seq_len}
     lengths["pathfinder"] = cell("pathfinder").task.image_size ** 2
     assert max(lengths.values()) == 1024 and cell("image").task.max_eval == 1000
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_every_attention_row_builds_sparse_at_its_task_length(task):
+    """No cell of the table is refused at build for a window or block reaching every key (full attention by
+    another name): the shortest length a task's longest input can have, [CLS] included."""
+    shortest = {"listops": 513, "text": 1025, "image": 28 * 28 + 1, "pathfinder": 32 * 32 + 1}
+    assert task != "pathfinder" or cell(task).task.image_size == 32
+    for name in ATTENTION:
+        cfg = cell(task, *ATTENTION_ROW, f"model/attention={name}")
+        heads = cfg.model.backbone.n_heads
+        instantiate(cfg.model.attention)(n_heads=heads, head_dim=cfg.model.d_model // heads, max_len=shortest[task])
 
 
 @pytest.mark.parametrize(
