@@ -330,3 +330,18 @@ def test_the_report_writes_the_lra_table(tmp_path):
         "| full | ours: full (2000 steps) | 100.0 | 100.0 |" in text
         and "| local | ours: full (2000 steps) | 12.5 | 12.5 |" in text
     )
+
+
+def test_the_commonest_class_row_is_the_share_of_the_modal_test_label_the_runs_kept():
+    from suite.report.significance import Outputs
+
+    runs = [lra_cpu_run("full", "text", 0.40, 20000.0), lra_cpu_run("lstm", "pathfinder", 0.5, 9000.0)]
+    kept = {  # text: 3 of 5 test labels are class 2; pathfinder kept nothing
+        id(runs[0]): Outputs(
+            predictions=[{"id": i, "label": y, "prediction": 0} for i, y in enumerate([2, 2, 0, 2, 1])]
+        )
+    }
+    rows = lra_rows(runs, "lra_cpu", lambda r: kept.get(id(r)))
+    assert [r["model"] for r in rows][:2] == ["chance", "commonest class"]
+    assert rows[1]["Text 1K"] == "60.0" and rows[1]["Pathfinder 1K"] == "" and rows[1]["average"] == "60.0 (1 of 2)"
+    assert [r["model"] for r in lra_rows(runs, "lra_cpu")][:2] == ["chance", "full"]  # nothing kept: no such row

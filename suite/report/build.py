@@ -498,8 +498,8 @@ def build_report(
         speed_rows(records),
         gradient_rows(records),
         efficiency_rows(records),
-        lra_rows(records),
-        lra_rows(records, CPU_BENCHMARK),
+        lra_rows(records, outputs=outputs),
+        lra_rows(records, CPU_BENCHMARK, outputs),
     )
     compression, lm, mqar = compression_rows(records), lm_rows(records, outputs), mqar_rows(records)
     if exps:

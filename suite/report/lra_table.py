@@ -8,26 +8,28 @@ Two benchmarks make one table each, from the runs whose config names it (``bench
 - ``lra_cpu`` (``experiment=lra_cpu``, ``make bench-lra``): the same tasks and Pathfinder at lengths up to 1K, for
   every attention variant and every recurrent model, one width, depth and step budget for all.
 
-Each cell is the test accuracy in percent: the mean over seeds with its 95 % interval (Student's t) where
-there are two seeds or more; a run that failed shows its status. A column per task and length, the chance
-level (a uniform guess) in a row of its own, the average over the columns and the training tokens/s at 1K
-(the mean over the row's runs of length 1,024). Under each model that LRA measured, its published figures
-(Table 1 of Tay et al. 2021, test accuracy %) stand in the columns whose task corresponds: ListOps with
-ListOps, Text with IMDB bytes, Image with grey CIFAR-10 pixels, Pathfinder with Pathfinder-32 (Recall has no
-counterpart). They were measured on other data, lengths, models and budgets: a reference point, not a
-like-for-like comparison.
+Each cell is the test accuracy in percent: the mean over seeds with its 95 % interval (Student's t) where there
+are two seeds or more; a run that failed shows its status. A column per task and length, the chance level (a
+uniform guess) in a row of its own and, where the runs kept their test predictions, the share of each test set's
+commonest class (what a model that learned only the label prior scores), the average over the columns and the
+training tokens/s at 1K (the mean over the row's runs of length 1,024). Under each model that LRA measured, its
+published figures (Table 1 of Tay et al. 2021, test accuracy %) stand in the columns whose task corresponds:
+ListOps with ListOps, Text with IMDB bytes, Image with grey CIFAR-10 pixels, Pathfinder with Pathfinder-32 (Recall
+has no counterpart). They were measured on other data, lengths, models and budgets: a reference point, not a like-
+for-like comparison.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable
 
 from suite.report import formatting as fmt
 from suite.report.efficiency import short, variant
 from suite.report.plots import family
 from suite.report.run_settings import variant_labels
-from suite.report.significance import seed_interval
+from suite.report.significance import Outputs, seed_interval
 from suite.runtime.record import ResultRecord, trainer_name
 
 BENCHMARK = "lra"  # the config's `benchmark`, set by conf/experiment/lra.yaml
@@ -78,6 +80,17 @@ TASK_ORDER = ("ListOps", "Text", "Image", "Pathfinder", "Recall")
 # Classes of each task as our tasks define them (chance = 1 / classes): ListOps' values 0-9, BBC News' five
 # topics, Fashion-MNIST's ten, connected or not; Recall's key tokens come from the run's config (task.n_classes).
 CLASSES = {"ListOps": 10, "Text": 5, "Image": 10, "Pathfinder": 2}
+COMMONEST = "the test set's commonest class"
+
+
+def commonest_share(runs: list[ResultRecord], outputs: Callable[[ResultRecord], Outputs | None]) -> float | None:
+    """The share of the commonest label among the test labels a run of the column kept (None: none kept any)."""
+    for run in runs:
+        kept = outputs(run)
+        if kept is not None and kept.predictions:
+            counts = Counter(p["label"] for p in kept.predictions)
+            return max(counts.values()) / sum(counts.values())
+    return None
 SPEED_LENGTH = 1024  # the tokens/s column: training throughput at this length
 SPEED_COLUMN = "train tok/s 1K"
 
@@ -139,9 +152,14 @@ def row_names(records: list[ResultRecord]) -> list[str]:
     return names
 
 
-def lra_rows(records: list[ResultRecord], benchmark: str = BENCHMARK) -> list[dict[str, str]]:
-    """The table of one benchmark: chance first, then a row per model (attention variants, full first, then the
-    recurrent models), its published LRA row under it where LRA measured it."""
+def lra_rows(
+    records: list[ResultRecord],
+    benchmark: str = BENCHMARK,
+    outputs: Callable[[ResultRecord], Outputs | None] = lambda record: None,
+) -> list[dict[str, str]]:
+    """The table of one benchmark: chance first (and the commonest class, from the runs' kept test predictions
+    through ``outputs``), then a row per model (attention variants, full first, then the recurrent models), its
+    published LRA row under it where LRA measured it."""
     runs = [r for r in records if is_lra(r, benchmark)]
     if not runs:
         return []
@@ -164,6 +182,22 @@ def lra_rows(records: list[ResultRecord], benchmark: str = BENCHMARK) -> list[di
             SPEED_COLUMN: "",
         }
     ]
+    by_column = defaultdict(list)
+    for r in runs:
+        by_column[(lra_task(r), r.seq_len or 0)].append(r)
+    shares = {c: commonest_share(by_column[c], outputs) for c in columns}
+    if any(s is not None for s in shares.values()):
+        known = [s for s in shares.values() if s is not None]
+        rows.append(
+            {
+                "model": "commonest class",
+                "source": COMMONEST,
+                **{header[c]: ("" if shares[c] is None else f"{100 * shares[c]:.1f}") for c in columns},
+                "average": f"{100 * statistics.mean(known):.1f}"
+                + ("" if len(known) == len(columns) else f" ({len(known)} of {len(columns)})"),
+                SPEED_COLUMN: "",
+            }
+        )
     order = lambda key: (key[0] not in attention, key[0].split(" (")[0] != "full", key[0], key[1])  # noqa: E731
     published_shown = set()
     for name, trainer in sorted(cells, key=order):
