@@ -15,8 +15,8 @@ commonest class (what a model that learned only the label prior scores), the ave
 training tokens/s at 1K (the mean over the row's runs of length 1,024). Under each model that LRA measured, its
 published figures (Table 1 of Tay et al. 2021, test accuracy %) stand in the columns whose task corresponds:
 ListOps with ListOps, Text with IMDB bytes, Image with grey CIFAR-10 pixels, Pathfinder with Pathfinder-32 (Recall
-has no counterpart). They were measured on other data, lengths, models and budgets: a reference point, not a like-
-for-like comparison.
+has no counterpart). They were measured on other data, lengths, models and budgets: a reference point, not a
+like-for-like comparison.
 """
 
 from __future__ import annotations
@@ -91,6 +91,8 @@ def commonest_share(runs: list[ResultRecord], outputs: Callable[[ResultRecord], 
             counts = Counter(p["label"] for p in kept.predictions)
             return max(counts.values()) / sum(counts.values())
     return None
+
+
 SPEED_LENGTH = 1024  # the tokens/s column: training throughput at this length
 SPEED_COLUMN = "train tok/s 1K"
 
