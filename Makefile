@@ -266,7 +266,8 @@ bench-lra: data pathfinder ## The LRA at CPU scale: 14 models x ListOps, Text, I
 	$(LRA_CPU_SWEEP)
 	$(LRA_CPU_SWEEP) $(LRA_CPU_ATTENTION)
 	$(PYTHON) -m suite.report $(LRA_CPU_DIR) --name lra_cpu
-	@echo "make bench-lra: $$(( $$(date +%s) - $$(cat $(LRA_CPU_DIR)/.started) )) s since its first start (after set-up)"
+	@s=$$(( $$(date +%s) - $$(cat $(LRA_CPU_DIR)/.started) )); echo "make bench-lra: $$s s since its first start (after set-up)"; \
+	  $(PYTHON) -m suite.report.duration "make bench-lra" $$s results/lra_cpu
 
 patterns: install ## Draw each attention variant's key pattern (probed from the code) into results/attention_patterns/
 	$(PYTHON) -m suite.report.attention_patterns --out results/attention_patterns
