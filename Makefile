@@ -50,8 +50,12 @@ LRA_DIR ?= $(BENCH_FULL_DIR)/lra
 # 4 x 64 wide, a setting only it has), into one directory; two jobs at a time, one thread each. A killed run
 # resumes: each finished job is skipped and an interrupted one continues from its last.pt.
 LRA_CPU_DIR ?= runs/bench-lra
+# Seeds of every cell (empty: seed 0 alone). LRA_CPU_SEEDS=0,1,2 gives each cell its 95 % interval, about
+# three times the time; the runs already in LRA_CPU_DIR are skipped, so seeds can be added a session at a time.
+LRA_CPU_SEEDS ?=
 LRA_CPU_ATTENTION := model=transformer model.backbone.d_ff=256 model/attention=full,local,longformer,bigbird,linear,performer,reformer,linformer,nystrom
-LRA_CPU_SWEEP = $(PAR) $(RUN) -m experiment=lra_cpu hydra.sweep.dir=$(LRA_CPU_DIR) hydra/launcher=joblib hydra.launcher.n_jobs=2
+LRA_CPU_SWEEP = $(PAR) $(RUN) -m experiment=lra_cpu hydra.sweep.dir=$(LRA_CPU_DIR) hydra/launcher=joblib hydra.launcher.n_jobs=2 \
+  $(if $(LRA_CPU_SEEDS),seed=$(LRA_CPU_SEEDS))
 
 define bench_attention_speed
 	$(PAR) $(RUN) -m experiment=attention_speed hydra.sweep.dir=$(BENCH_DIR)/attention_speed \
