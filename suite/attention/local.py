@@ -66,9 +66,11 @@ def sliding_blocks(
     return qb, kc, vc, allowed[:, None], k_pos
 
 
-def window_most(max_len: int | None) -> int | None:
-    """The widest window that leaves a key out of reach of some query of ``max_len`` positions (None: none does)."""
-    return max_len - 2 if max_len is not None and max_len >= 3 else None
+def refuse_full_window(variant: str, window: int, max_len: int | None) -> None:
+    """A ValueError when a sliding window reaches every key of ``max_len`` positions (L - 1 or more); the widest
+    window that stays sparse is L - 2."""
+    reaches_all = max_len is not None and window >= max_len - 1
+    sparse_reach(variant, "window", max_len, reaches_all, max_len - 2 if max_len is not None and max_len >= 3 else None)
 
 
 def unblock(x: Tensor, length: int) -> Tensor:
@@ -90,8 +92,7 @@ class LocalAttention(AttentionCore):
     def __init__(self, window: int = 64, dropout: float = 0.0, **sizes: int | None) -> None:
         super().__init__(dropout, **sizes)
         self.window = positive_int(window, "window", self.name)
-        reach_all = self.max_len is not None and self.window >= self.max_len - 1
-        sparse_reach(self.name, "window", self.max_len, reach_all, window_most(self.max_len))
+        refuse_full_window(self.name, self.window, self.max_len)
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
         """(B, H, L, Dh) x3 -> (B, H, L, Dh)."""

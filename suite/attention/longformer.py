@@ -13,16 +13,8 @@ import math
 import torch
 from torch import Tensor
 
-from suite.attention.core import (
-    PADDING,
-    AttentionCore,
-    key_padding,
-    masked_softmax,
-    positive_int,
-    self_attention_only,
-    sparse_reach,
-)
-from suite.attention.local import sliding_blocks, unblock, window_most
+from suite.attention.core import PADDING, AttentionCore, key_padding, masked_softmax, positive_int, self_attention_only
+from suite.attention.local import refuse_full_window, sliding_blocks, unblock
 from suite.nn import dropout
 
 
@@ -42,8 +34,7 @@ class LongformerAttention(AttentionCore):
         super().__init__(dropout, **sizes)
         self.window = positive_int(window, "window", self.name)
         self.n_global = positive_int(n_global, "n_global", self.name, least=0)
-        reach_all = self.max_len is not None and self.window >= self.max_len - 1
-        sparse_reach(self.name, "window", self.max_len, reach_all, window_most(self.max_len))
+        refuse_full_window(self.name, self.window, self.max_len)
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, pad_mask: Tensor | None = None, causal: bool = False) -> Tensor:
         """(B, H, L, Dh) x3 -> (B, H, L, Dh)."""

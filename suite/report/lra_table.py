@@ -93,6 +93,14 @@ def commonest_share(runs: list[ResultRecord], outputs: Callable[[ResultRecord], 
     return None
 
 
+def average_text(values: list[float | None]) -> str:
+    """The mean of a row's known cells, saying how many of its columns it covers when not all ('' if none)."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return ""
+    return f"{statistics.mean(known):.1f}" + ("" if len(known) == len(values) else f" ({len(known)} of {len(values)})")
+
+
 SPEED_LENGTH = 1024  # the tokens/s column: training throughput at this length
 SPEED_COLUMN = "train tok/s 1K"
 
@@ -173,8 +181,10 @@ def lra_rows(
         cells[(name, trainer_name(r))][(lra_task(r), r.seq_len or 0)].append(r)
         if family(r) == "attention":
             attention.add(name)
-    example = {c: next(r for r in runs if (lra_task(r), r.seq_len or 0) == c) for c in columns}
-    chances = {c: chance(c[0], example[c]) for c in columns}
+    by_column: dict[tuple, list[ResultRecord]] = defaultdict(list)
+    for r in runs:
+        by_column[(lra_task(r), r.seq_len or 0)].append(r)
+    chances = {c: chance(c[0], by_column[c][0]) for c in columns}
     rows = [
         {
             "model": "chance",
@@ -184,19 +194,14 @@ def lra_rows(
             SPEED_COLUMN: "",
         }
     ]
-    by_column = defaultdict(list)
-    for r in runs:
-        by_column[(lra_task(r), r.seq_len or 0)].append(r)
     shares = {c: commonest_share(by_column[c], outputs) for c in columns}
     if any(s is not None for s in shares.values()):
-        known = [s for s in shares.values() if s is not None]
         rows.append(
             {
                 "model": "commonest class",
                 "source": COMMONEST,
                 **{header[c]: ("" if shares[c] is None else f"{100 * shares[c]:.1f}") for c in columns},
-                "average": f"{100 * statistics.mean(known):.1f}"
-                + ("" if len(known) == len(columns) else f" ({len(known)} of {len(columns)})"),
+                "average": average_text([None if s is None else 100 * s for s in shares.values()]),
                 SPEED_COLUMN: "",
             }
         )
@@ -209,13 +214,7 @@ def lra_rows(
             text, mean = percent(cells[(name, trainer)].get(c, []))
             row[header[c]] = text
             means.append(mean)
-        known = [m for m in means if m is not None]
-        row["average"] = (
-            ""
-            if not known
-            else f"{statistics.mean(known):.1f}"
-            + ("" if len(known) == len(columns) else f" ({len(known)} of {len(columns)})")
-        )
+        row["average"] = average_text(means)
         row[SPEED_COLUMN] = train_speed([r for group in cells[(name, trainer)].values() for r in group])
         rows.append(row)
         base = name.split(" (")[0]
