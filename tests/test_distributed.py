@@ -45,7 +45,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def train_rank(rank: int, size: int, batch: int, port: int, out: str) -> None:
+def train_rank(rank: int, size: int, batch: int, precision: str, port: int, out: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=size)
@@ -66,6 +66,7 @@ def train_rank(rank: int, size: int, batch: int, port: int, out: str) -> None:
             scheduler=lambda o, total_steps: warmup_cosine(o, total_steps, warmup_steps=3),
             max_epochs=2,
             batch_size=batch,
+            precision=precision,
             progress=False,
         )
         fit = trainer.fit(
@@ -100,20 +101,29 @@ def train_rank(rank: int, size: int, batch: int, port: int, out: str) -> None:
     os._exit(0)
 
 
-def run(size: int, batch: int, tmp_path: Path) -> dict:
+def run(size: int, batch: int, precision: str, tmp_path: Path) -> dict:
     out = tmp_path / f"world{size}.json"
-    mp.spawn(train_rank, args=(size, batch, free_port(), str(out)), nprocs=size, join=True)
+    mp.spawn(train_rank, args=(size, batch, precision, free_port(), str(out)), nprocs=size, join=True)
     return json.loads(out.read_text())
 
 
+# Forced, not 'auto': auto gives this Transformer bf16 on an AMX Xeon and fp32 on an AVX2 EPYC, so the bound would
+# depend on the CPU kind CI draws (it failed on the AMX Xeon at 3.5e-4 under a fp32 bound). Each precision's bound:
+# fp32 differs by the order of the gradient sum alone; under bf16 autocast a batch of 8 and a batch of 16 are other
+# matrix shapes, which oneDNN blocks (and rounds to bf16's 8-bit mantissa, 2^-8 = 4e-3) differently.
 @pytest.mark.slow
-def test_two_processes_with_half_batches_train_as_one_with_the_whole_batch(tmp_path):
-    one, two = run(1, 16, tmp_path), run(2, 8, tmp_path)
+@pytest.mark.parametrize("precision, rel", [("fp32", 1e-4), ("bf16", 1e-2)])
+def test_two_processes_with_half_batches_train_as_one_with_the_whole_batch(tmp_path, precision, rel):
+    one, two = run(1, 16, precision, tmp_path), run(2, 8, precision, tmp_path)
     assert one["steps"] == two["steps"] == 16 and two["world_size"] == 2
-    assert two["losses"] == pytest.approx(
-        one["losses"], rel=1e-4, abs=1e-5
-    )  # the same global batches, gradients averaged
-    assert two["val"] == pytest.approx(one["val"], rel=1e-4)  # validation: every example once, on rank 0
+    assert two["losses"] == pytest.approx(one["losses"], rel=rel, abs=1e-5)  # the same global batches, averaged
+    # Validation: every example once, on rank 0. Under fp32 all its metrics agree; under bf16 one of the 32 examples
+    # may land on another class (seen: between two wrong classes), which moves macro-F1 by a step, not a rounding.
+    if precision == "fp32":
+        assert two["val"] == pytest.approx(one["val"], rel=rel)
+    else:
+        assert two["val"]["loss"] == pytest.approx(one["val"]["loss"], rel=rel)
+        assert abs(two["val"]["accuracy"] - one["val"]["accuracy"]) <= 1 / 32
 
 
 # --- through the runner, as a user starts it: torchrun ------------------------------------------------
