@@ -53,6 +53,9 @@ LRA_CPU_DIR ?= runs/bench-lra
 # Seeds of every cell (empty: seed 0 alone). LRA_CPU_SEEDS=0,1,2 gives each cell its 95 % interval, about
 # three times the time; the runs already in LRA_CPU_DIR are skipped, so seeds can be added a session at a time.
 LRA_CPU_SEEDS ?=
+# Timed per seed list: each list has its own first start and its own row in results/lra_cpu/duration.md.
+LRA_CPU_COMMAND = make bench-lra$(if $(LRA_CPU_SEEDS), LRA_CPU_SEEDS=$(LRA_CPU_SEEDS))
+LRA_CPU_STARTED = $(LRA_CPU_DIR)/.started$(if $(LRA_CPU_SEEDS),-seeds-$(LRA_CPU_SEEDS))
 LRA_CPU_ATTENTION := model=transformer model.backbone.d_ff=256 model/attention=full,local,longformer,bigbird,linear,performer,reformer,linformer,nystrom
 LRA_CPU_SWEEP = $(PAR) $(RUN) -m experiment=lra_cpu hydra.sweep.dir=$(LRA_CPU_DIR) hydra/launcher=joblib hydra.launcher.n_jobs=2 \
   $(if $(LRA_CPU_SEEDS),seed=$(LRA_CPU_SEEDS))
@@ -266,12 +269,12 @@ pathfinder: install ## Make the Pathfinder-32 images offline (seeded generator, 
 	$(PYTHON) -m tasks.pathfinder
 
 bench-lra: data pathfinder ## The LRA at CPU scale: 14 models x ListOps, Text, Image, Pathfinder (1 h 32 min on 2 cores of an AMX Xeon: results/lra_cpu/duration.md); resumes; report in results/lra_cpu/
-	@mkdir -p $(LRA_CPU_DIR) && { [ -f $(LRA_CPU_DIR)/.started ] || date +%s > $(LRA_CPU_DIR)/.started; }
+	@mkdir -p $(LRA_CPU_DIR) && { [ -f $(LRA_CPU_STARTED) ] || date +%s > $(LRA_CPU_STARTED); }
 	$(LRA_CPU_SWEEP)
 	$(LRA_CPU_SWEEP) $(LRA_CPU_ATTENTION)
 	$(PYTHON) -m suite.report $(LRA_CPU_DIR) --name lra_cpu
-	@s=$$(( $$(date +%s) - $$(cat $(LRA_CPU_DIR)/.started) )); echo "make bench-lra: $$s s since its first start (after set-up)"; \
-	  $(PYTHON) -m suite.report.duration "make bench-lra" $$s results/lra_cpu
+	@s=$$(( $$(date +%s) - $$(cat $(LRA_CPU_STARTED)) )); echo "$(LRA_CPU_COMMAND): $$s s since its first start (after set-up)"; \
+	  $(PYTHON) -m suite.report.duration "$(LRA_CPU_COMMAND)" $$s results/lra_cpu
 
 patterns: install ## Draw each attention variant's key pattern (probed from the code) into results/attention_patterns/
 	$(PYTHON) -m suite.report.attention_patterns --out results/attention_patterns

@@ -23,3 +23,24 @@ def test_a_report_without_its_machine_line_or_a_negative_time_is_refused(tmp_pat
     (tmp_path / "machine.txt").write_text("measured on: x\n")
     with pytest.raises(ValueError, match="cannot be negative"):
         duration_table("make bench-lra", -1, tmp_path)
+
+
+def test_another_command_adds_its_row_and_timing_one_again_replaces_only_its_own(tmp_path):
+    (tmp_path / "machine.txt").write_text("measured on: 56 runs; commit: abc\n")
+    main(["make bench-lra", "5548", str(tmp_path)])
+    (tmp_path / "machine.txt").write_text("measured on: 112 runs; commit: abc, def\n")
+    main(["make bench-lra LRA_CPU_SEEDS=0,1", "5400", str(tmp_path)])
+    main(["make bench-lra LRA_CPU_SEEDS=0,1", "5500", str(tmp_path)])
+    rows = (tmp_path / FILE).read_text().splitlines()[2:]
+    assert rows == [
+        "| `make bench-lra` | 1 h 32 min | 56 runs; commit: abc |",
+        "| `make bench-lra LRA_CPU_SEEDS=0,1` | 1 h 32 min | 112 runs; commit: abc, def |",
+    ]
+
+
+def test_a_file_that_is_not_a_duration_table_is_not_overwritten(tmp_path):
+    (tmp_path / "machine.txt").write_text("measured on: x\n")
+    (tmp_path / FILE).write_text("notes typed by hand\n")
+    with pytest.raises(ValueError, match="not a duration table"):
+        main(["make bench-lra", "10", str(tmp_path)])
+    assert (tmp_path / FILE).read_text() == "notes typed by hand\n"
