@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from suite.report import formatting as fmt
-from suite.report.build import Experiment, OutputsOf, judged
+from suite.report.build import Experiment
 from suite.report.significance import Outputs, pooled_difference, run_outputs
+from suite.report.verdict import OutputsOf, judged
 from suite.runtime.record import ResultRecord
 
 
@@ -82,7 +83,7 @@ def headline_rows(arms: list[Arms], kinds: tuple[str, str], outputs: OutputsOf) 
         for kind in kinds:
             exps = {m: a.experiment(kind) for m, a in cols.items()}
             means = {m: statistics.mean(e.values(metric)) for m, e in exps.items() if e.values(metric)}
-            winners[kind], verdicts[kind] = judged(exps, means, metric, outputs)
+            winners[kind], verdicts[kind] = judged({m: e.ok for m, e in exps.items()}, means, metric, outputs)
         for m in models:
             for kind in kinds:
                 row[f"{m} {kind}"] = cell(cols[m].experiment(kind), metric, winners[kind] == m) if m in cols else ""

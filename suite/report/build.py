@@ -25,17 +25,16 @@ from suite.report import formatting as fmt
 from suite.report.compare import cpu_kind
 from suite.report.efficiency import efficiency_rows
 from suite.report.lm_tables import context_use, generation_cost, lm_rows
-from suite.report.lra_table import CPU_BENCHMARK, lra_rows
+from suite.report.lra_table import CPU_BENCHMARK, lra_rows, lra_verdicts
 from suite.report.mqar import mqar_rows, mqar_vs_width
 from suite.report.plots import FIGURES, family, is_compression, is_speed, method_label, model_order, model_size, primary
 from suite.report.run_settings import variant_labels
 from suite.report.sections import write_sections
-from suite.report.significance import Outputs, pooled_difference, run_outputs, seed_interval
+from suite.report.significance import Outputs, run_outputs, seed_interval
 from suite.report.tables import markdown, write_table
+from suite.report.verdict import OutputsOf, judged
 from suite.runtime.paths import PROJECT_ROOT
 from suite.runtime.record import ResultRecord, find_results, trainer_name
-
-OutputsOf = Callable[[ResultRecord], Outputs | None]  # a run's per-example test outputs (None: it kept none)
 
 
 def no_outputs(record: ResultRecord) -> Outputs | None:
@@ -187,7 +186,7 @@ def headline_rows(exps: list[Experiment], outputs: OutputsOf = no_outputs) -> li
     rows = []
     for (task, dataset, seq_len, trainer, variant, metric), cols in rows_of.items():
         means = {m: statistics.mean(e.values(metric)) for m, e in cols.items() if e.values(metric)}
-        winner, verdict = judged(cols, means, metric, outputs)
+        winner, verdict = judged({m: e.ok for m, e in cols.items()}, means, metric, outputs)
         row = {
             "task": task,
             "dataset": dataset,
@@ -204,36 +203,6 @@ def headline_rows(exps: list[Experiment], outputs: OutputsOf = no_outputs) -> li
         row["speed (train tok/s)"] = speed_ratio(cols)
         rows.append(row)
     return drop_empty_columns(rows, keep=("task", "metric"))
-
-
-def judged(
-    cols: dict[str, Experiment], means: dict[str, float], metric: str, outputs: OutputsOf
-) -> tuple[str | None, str]:
-    """(the winner, or None; the verdict in words): the best mean against the runner-up's, paired by seed and example.
-
-    A winner only where the difference is significant (its interval excludes zero, the permutation test agrees);
-    '≈' where it is not; where the runs kept no per-example outputs (older runs), no winner and no test."""
-    if len(means) < 2:
-        return None, ""
-    top, second = sorted(means, key=means.get, reverse=True)[:2]
-    a, b = ({r.seed: r for r in cols[m].ok} for m in (top, second))
-    seeds = sorted(set(a) & set(b))
-    kept = [(outputs(a[s]), outputs(b[s])) for s in seeds]
-    if not seeds or any(x is None or y is None for x, y in kept):
-        return None, "not tested: no per-example test outputs"
-    try:
-        diff = pooled_difference([x for x, _ in kept], [y for _, y in kept], metric, (top, second))
-    except ValueError as err:  # NotPaired, or a metric without a paired test
-        return None, f"not tested: {err}"
-    seeds_note = f", {len(seeds)} seeds" if len(seeds) > 1 else ""
-    return (
-        (top, f"{top} − {second}: {diff}{seeds_note}")
-        if diff.significant
-        else (
-            None,
-            f"≈ {top} − {second}: {diff}{seeds_note}",
-        )
-    )
 
 
 def speed_ratio(cols: dict[str, Experiment]) -> str:
@@ -423,6 +392,13 @@ def html_table(rows: list[dict[str, str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+HELD = (
+    "A row per column of the table above: its best row against the runner-up, paired by seed and test example "
+    "(the difference's 95 % paired bootstrap interval and permutation p-value; a winner only where the interval "
+    "excludes zero and p < 0.05, '≈' otherwise), and the rows whose accuracy is above the guess of the test set's "
+    "commonest class, tested the same way with the column's p-values held to a 5 % false discovery rate "
+    "(Benjamini-Hochberg)."
+)
 INTRO = {
     "results at a glance": "Each model's primary test metric (mean ± std over seeds) and the attention model's "
     "training throughput over the recurrent one's in the same runs. The best is in bold only where it beats the "
@@ -450,6 +426,8 @@ INTRO = {
     "95 % interval; a failed run shows its status). Chance in the first row; training tokens/s at 1K from the "
     "training runs themselves (the row's 1K runs, two jobs at a time on one thread each). LRA's published "
     "Table 1 row stands under each model it measured: other data, lengths, widths and budgets.",
+    "lra at cpu scale: which differences hold": HELD,
+    "lra: which differences hold": HELD,
     "compression": "One row per compressed model (job=compress): its test metric beside the uncompressed "
     "weights', the artefact's size, and latency (batch 1) and throughput as ratios to the uncompressed model "
     "timed interleaved in the same job.",
@@ -501,6 +479,7 @@ def build_report(
         lra_rows(records, outputs=outputs),
         lra_rows(records, CPU_BENCHMARK, outputs),
     )
+    lra_held, lra_cpu_held = lra_verdicts(records, outputs=outputs), lra_verdicts(records, CPU_BENCHMARK, outputs)
     compression, lm, mqar = compression_rows(records), lm_rows(records, outputs), mqar_rows(records)
     if exps:
         write_table(csv_rows(exps), out_dir, "results", md=results_markdown(headline, details))
@@ -511,6 +490,8 @@ def build_report(
         ("attention_speed", efficiency),
         ("lra", lra),
         ("lra_cpu", lra_cpu),
+        ("lra_verdicts", lra_held),
+        ("lra_cpu_verdicts", lra_cpu_held),
         ("compression", compression),
         ("lm", lm),
         ("mqar", mqar),
@@ -543,6 +524,8 @@ def build_report(
         "attention speed": efficiency,
         "lra": lra,
         "lra at cpu scale": lra_cpu,
+        "lra at cpu scale: which differences hold": lra_cpu_held,
+        "lra: which differences hold": lra_held,
         "gradient flow": gradients,
         "compression": compression,
         "language models": lm,
@@ -590,7 +573,16 @@ def main(argv: list[str] | None = None) -> int:
     directory = {id(r): path for path, r in found}
     tables = build_report([r for _, r in found], out_dir, args.name, lambda r: run_outputs(directory[id(r)]))
     print(markdown(tables["results at a glance"]))
-    for title in ("speed", "attention speed", "lra", "lra at cpu scale", "compression", "language models"):
+    for title in (
+        "speed",
+        "attention speed",
+        "lra",
+        "lra: which differences hold",
+        "lra at cpu scale",
+        "lra at cpu scale: which differences hold",
+        "compression",
+        "language models",
+    ):
         if tables[title]:
             print(markdown(tables[title]))
     if args.wandb:

@@ -24,12 +24,14 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from suite.report import formatting as fmt
 from suite.report.efficiency import short, variant
 from suite.report.plots import family
 from suite.report.run_settings import variant_labels
-from suite.report.significance import Outputs, seed_interval
+from suite.report.significance import ALPHA, Difference, Outputs, seed_interval
+from suite.report.verdict import OutputsOf, above_prior, judged
 from suite.runtime.record import ResultRecord, trainer_name
 
 BENCHMARK = "lra"  # the config's `benchmark`, set by conf/experiment/lra.yaml
@@ -162,6 +164,47 @@ def row_names(records: list[ResultRecord]) -> list[str]:
     return names
 
 
+Column = tuple[str, int]  # (LRA task, length)
+RowKey = tuple[str, str]  # (row name, trainer)
+
+
+@dataclass
+class LraTable:
+    """One benchmark's runs by row and column: ``cells[row][column]`` holds the row's runs (its seeds) there."""
+
+    columns: list[Column]
+    header: dict[Column, str]
+    cells: dict[RowKey, dict[Column, list[ResultRecord]]]
+    attention: set[str]  # the rows of attention variants
+    by_column: dict[Column, list[ResultRecord]]
+
+    @classmethod
+    def of(cls, records: list[ResultRecord], benchmark: str) -> LraTable | None:
+        """The benchmark's training runs grouped; None where it has none."""
+        runs = [r for r in records if is_lra(r, benchmark)]
+        if not runs:
+            return None
+        columns = sorted({(lra_task(r), r.seq_len or 0) for r in runs}, key=lambda c: (TASK_ORDER.index(c[0]), c[1]))
+        cells: dict[RowKey, dict[Column, list[ResultRecord]]] = defaultdict(lambda: defaultdict(list))
+        by_column: dict[Column, list[ResultRecord]] = defaultdict(list)
+        attention: set[str] = set()
+        for r, name in zip(runs, row_names(runs)):
+            cells[(name, trainer_name(r))][(lra_task(r), r.seq_len or 0)].append(r)
+            by_column[(lra_task(r), r.seq_len or 0)].append(r)
+            if family(r) == "attention":
+                attention.add(name)
+        header = {c: f"{c[0]} {short(c[1])}" for c in columns}
+        return cls(columns, header, cells, attention, by_column)
+
+    def row_keys(self) -> list[RowKey]:
+        """The rows in table order: attention variants (full first), then the recurrent models, by name."""
+        return sorted(self.cells, key=lambda k: (k[0] not in self.attention, k[0].split(" (")[0] != "full", k[0], k[1]))
+
+    def row_label(self, key: RowKey) -> str:
+        """A row's name, with its trainer where the table has rows of more than one."""
+        return key[0] if len({t for _, t in self.cells}) == 1 else f"{key[0]} ({key[1]})"
+
+
 def lra_rows(
     records: list[ResultRecord],
     benchmark: str = BENCHMARK,
@@ -170,20 +213,10 @@ def lra_rows(
     """The table of one benchmark: chance first (and the commonest class, from the runs' kept test predictions
     through ``outputs``), then a row per model (attention variants, full first, then the recurrent models), its
     published LRA row under it where LRA measured it."""
-    runs = [r for r in records if is_lra(r, benchmark)]
-    if not runs:
+    table = LraTable.of(records, benchmark)
+    if table is None:
         return []
-    columns = sorted({(lra_task(r), r.seq_len or 0) for r in runs}, key=lambda c: (TASK_ORDER.index(c[0]), c[1]))
-    header = {c: f"{c[0]} {short(c[1])}" for c in columns}
-    cells: dict[tuple[str, str], dict[tuple, list[ResultRecord]]] = defaultdict(lambda: defaultdict(list))
-    attention: set[str] = set()
-    for r, name in zip(runs, row_names(runs)):
-        cells[(name, trainer_name(r))][(lra_task(r), r.seq_len or 0)].append(r)
-        if family(r) == "attention":
-            attention.add(name)
-    by_column: dict[tuple, list[ResultRecord]] = defaultdict(list)
-    for r in runs:
-        by_column[(lra_task(r), r.seq_len or 0)].append(r)
+    columns, header, cells, by_column = table.columns, table.header, table.cells, table.by_column
     chances = {c: chance(c[0], by_column[c][0]) for c in columns}
     rows = [
         {
@@ -205,9 +238,8 @@ def lra_rows(
                 SPEED_COLUMN: "",
             }
         )
-    order = lambda key: (key[0] not in attention, key[0].split(" (")[0] != "full", key[0], key[1])  # noqa: E731
     published_shown = set()
-    for name, trainer in sorted(cells, key=order):
+    for name, trainer in table.row_keys():
         row = {"model": name, "source": f"ours: {trainer}"}
         means = []
         for c in columns:
@@ -233,3 +265,62 @@ def lra_rows(
     if not any(row[SPEED_COLUMN] for row in rows):
         rows = [{k: v for k, v in row.items() if k != SPEED_COLUMN} for row in rows]
     return rows
+
+
+VERDICT_COLUMN = "best − runner-up (accuracy as a fraction, 95 % CI, p)"
+PRIOR_COLUMN = "rows above the commonest class"
+
+
+def lra_verdicts(
+    records: list[ResultRecord], benchmark: str = BENCHMARK, outputs: OutputsOf = lambda record: None
+) -> list[dict[str, str]]:
+    """Which of the table's differences hold, a row per column: its best row against the runner-up
+    (``suite.report.verdict.judged``) and the rows that beat the guess of the test set's commonest class
+    (``above_prior``; false discovery rate 5 % over the column's rows, Benjamini-Hochberg), each paired by seed and
+    test example."""
+    table = LraTable.of(records, benchmark)
+    if table is None:
+        return []
+    rows = []
+    for c in table.columns:
+        ok = {
+            table.row_label(k): [r for r in table.cells[k].get(c, []) if r.status == "ok" and "accuracy" in r.metrics]
+            for k in table.row_keys()
+        }
+        ok = {name: runs for name, runs in ok.items() if runs}
+        means = {name: statistics.mean(r.metrics["accuracy"] for r in runs) for name, runs in ok.items()}
+        winner, verdict = judged(ok, means, "accuracy", outputs)
+        rows.append(
+            {
+                "column": table.header[c],
+                "winner": winner or "none",
+                VERDICT_COLUMN: verdict,
+                PRIOR_COLUMN: prior_text({name: above_prior(runs, outputs) for name, runs in ok.items()}),
+            }
+        )
+    return rows
+
+
+def prior_text(differences: dict[str, Difference | None]) -> str:
+    """'2 of 14: local, linformer' / '12 of 14; not: lstm, gru' / 'none of 14' / 'all 14': the rows whose accuracy
+    is above the commonest-class guess's, the column's p-values adjusted for its false discovery rate."""
+    if not differences:
+        return ""
+    if any(d is None for d in differences.values()):
+        return "not tested: no per-example test outputs"
+    from scipy import stats
+
+    names = list(differences)
+    adjusted = stats.false_discovery_control([differences[n].p_value for n in names], method="bh")
+    above = [
+        n
+        for n, p in zip(names, adjusted)
+        if p < ALPHA and differences[n].low > 0  # the interval above zero too
+    ]
+    below = [n for n in names if n not in above]
+    if not above:
+        return f"none of {len(names)}"
+    if not below:
+        return f"all {len(names)}"
+    listed = f": {', '.join(above)}" if len(above) <= len(below) else f"; not: {', '.join(below)}"
+    return f"{len(above)} of {len(names)}{listed}"
