@@ -424,7 +424,8 @@ INTRO = {
     "attention variant and every recurrent model on ListOps, BBC News bytes, Fashion-MNIST pixels and "
     "Pathfinder-32, lengths up to 1K, one width, depth and step budget for all (the mean over seeds and its "
     "95 % interval; a failed run shows its status). Chance in the first row; training tokens/s at 1K from the "
-    "training runs themselves (the row's 1K runs, two jobs at a time on one thread each). LRA's published "
+    "training runs themselves (the mean over the row's 1K runs and their range: two jobs at a time on one thread "
+    "each, so a run's rate depends on the job beside it). LRA's published "
     "Table 1 row stands under each model it measured: other data, lengths, widths and budgets.",
     "lra at cpu scale: which differences hold": HELD,
     "lra: which differences hold": HELD,

@@ -12,11 +12,11 @@ Each cell is the test accuracy in percent: the mean over seeds with its 95 % int
 are two seeds or more; a run that failed shows its status. A column per task and length, the chance level (a
 uniform guess) in a row of its own and, where the runs kept their test predictions, the share of each test set's
 commonest class (what a model that learned only the label prior scores), the average over the columns and the
-training tokens/s at 1K (the mean over the row's runs of length 1,024). Under each model that LRA measured, its
-published figures (Table 1 of Tay et al. 2021, test accuracy %) stand in the columns whose task corresponds:
-ListOps with ListOps, Text with IMDB bytes, Image with grey CIFAR-10 pixels, Pathfinder with Pathfinder-32 (Recall
-has no counterpart). They were measured on other data, lengths, models and budgets: a reference point, not a
-like-for-like comparison.
+training tokens/s at 1K (the mean over the row's runs of length 1,024, and their range). Under each model that
+LRA measured, its published figures (Table 1 of Tay et al. 2021, test accuracy %) stand in the columns whose task
+corresponds: ListOps with ListOps, Text with IMDB bytes, Image with grey CIFAR-10 pixels, Pathfinder with
+Pathfinder-32 (Recall has no counterpart). They were measured on other data, lengths, models and budgets: a
+reference point, not a like-for-like comparison.
 """
 
 from __future__ import annotations
@@ -141,13 +141,18 @@ def percent(records: list[ResultRecord]) -> tuple[str, float | None]:
 
 
 def train_speed(records: list[ResultRecord]) -> str:
-    """The mean training tokens/s of the ok runs of length ``SPEED_LENGTH``; '' where none."""
+    """The mean training tokens/s of the ok runs of length ``SPEED_LENGTH`` and, of two runs or more, their range
+    ('32.8k (24.9k-35.2k)'); '' where none. The range is shown because these runs share the machine with whatever
+    job runs beside them, so one run's rate says less than the row's spread."""
     rates = [
         r.speed["train_tokens_per_s"]
         for r in records
         if r.status == "ok" and r.seq_len == SPEED_LENGTH and "train_tokens_per_s" in r.speed
     ]
-    return fmt.rate(statistics.mean(rates)) if rates else ""
+    if not rates:
+        return ""
+    spread = f" ({fmt.rate(min(rates))}-{fmt.rate(max(rates))})" if len(rates) > 1 else ""
+    return fmt.rate(statistics.mean(rates)) + spread
 
 
 def row_names(records: list[ResultRecord]) -> list[str]:
