@@ -17,6 +17,10 @@ Sources without a test split (digits, mnist) are split train/val/test, seeded an
 the others keep their test split and give a stratified validation slice of train. Images are
 normalised with the training split's mean and standard deviation; training images get light
 augmentation (random shifts, and horizontal flips where a flip keeps the class).
+
+``task.permute_seed`` (an int) scrambles every image's pixels by one fixed permutation drawn from that seed,
+the same for every image of every split (permuted MNIST's protocol): what stays is each pixel's identity,
+what goes is which pixels are neighbours, so it tells a model's use of the image's layout from the rest.
 """
 
 from __future__ import annotations
@@ -198,6 +202,18 @@ def image_collate(n_patches: int) -> Callable[[list[tuple[Tensor, int]]], Batch]
     return collate
 
 
+class PermutePixels:
+    """One fixed permutation of an image's H * W pixel positions (every channel alike): (C, H, W) -> (C, H, W)."""
+
+    def __init__(self, seed: int, height: int, width: int) -> None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"image: permute_seed must be a non-negative int or null, got {seed!r}")
+        self.order = torch.randperm(height * width, generator=torch.Generator().manual_seed(seed))
+
+    def __call__(self, image: Tensor) -> Tensor:
+        return image.flatten(1)[:, self.order].view(image.shape)
+
+
 def transforms(train: Images, source: ImageSource, augment: bool) -> tuple[v2.Transform, v2.Transform]:
     """(training transform, evaluation transform), normalising with the training split's statistics."""
     pixels = train[0].transpose(0, 1).flatten(1)  # (C, N*H*W)
@@ -219,9 +235,10 @@ def load(
     test_fraction: float,
     split_seed: int,
     max_eval: int | None = None,
+    permute_seed: int | None = None,
 ) -> ClassificationData:
-    """Read, split, normalise; the embedding cuts images into ``patch_size`` patches; validation and test hold
-    at most ``max_eval`` images each (a stratified sample)."""
+    """Read, split, normalise (and permute the pixels: ``permute_seed``); the embedding cuts images into
+    ``patch_size`` patches; validation and test hold at most ``max_eval`` images each (a stratified sample)."""
     if dataset not in SOURCES:
         raise ValueError(f"unknown image dataset {dataset!r}; choose one of {sorted(SOURCES)}")
     source = SOURCES[dataset]
@@ -232,6 +249,9 @@ def load(
     if height % patch or width % patch:
         raise ValueError(f"{dataset} images are {height}x{width}: patch_size={patch} does not divide them")
     train_tf, eval_tf = transforms(splits["train"], source, augment)
+    if permute_seed is not None:  # after augmentation: a shift or flip acts on the image, then it is scrambled
+        permute = PermutePixels(permute_seed, height, width)
+        train_tf, eval_tf = v2.Compose([train_tf, permute]), v2.Compose([eval_tf, permute])
     n_patches = (height // patch) * (width // patch)
     return ClassificationData(
         splits={
@@ -257,9 +277,14 @@ def build(
     label_smoothing: float = 0.0,
     artifacts: Sequence[Artifact] = (),
     max_eval: int | None = None,
+    permute_seed: int | None = None,
 ) -> ClassificationTask:
     """The image task (``conf/task/image.yaml``)."""
     if max_eval is not None and max_eval < 1:
         raise ValueError(f"image: max_eval must be a positive number of images or null, got {max_eval}")
-    loader = partial(load, dataset, data_dir, patch_size, augment, val_fraction, test_fraction, split_seed, max_eval)
+    if permute_seed is not None:
+        PermutePixels(permute_seed, 1, 1)  # a bad seed is refused at build, before any data is read
+    loader = partial(
+        load, dataset, data_dir, patch_size, augment, val_fraction, test_fraction, split_seed, max_eval, permute_seed
+    )
     return ClassificationTask(name, dataset, loader, label_smoothing=label_smoothing, artifacts=artifacts)

@@ -77,6 +77,29 @@ def test_normalised_with_training_statistics_and_augmented_on_train_only():
     assert torch.equal(plain.splits["train"][0][0], plain.splits["train"][0][0])
 
 
+def test_a_permute_seed_scrambles_every_image_of_every_split_by_one_fixed_permutation():
+    from tasks.image import PermutePixels
+
+    plain = load_dataset("digits", augment=False)
+    scrambled = load_dataset("digits", augment=False, permute_seed=3)
+    order = PermutePixels(3, 8, 8).order
+    assert sorted(order.tolist()) == list(range(64)) and not torch.equal(order, torch.arange(64))
+    for split in ("train", "val", "test"):
+        for i in (0, 1, len(plain.splits[split]) - 1):
+            (x, y), (px, py) = plain.splits[split][i], scrambled.splits[split][i]
+            assert y == py and torch.equal(px.flatten(1), x.flatten(1)[:, order])  # the same order for every image
+    assert torch.equal(PermutePixels(3, 8, 8).order, order)  # seeded
+    assert not torch.equal(PermutePixels(4, 8, 8).order, order)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "0"])
+def test_a_permute_seed_that_is_not_a_non_negative_int_is_refused_at_build(seed):
+    from tasks.image import build
+
+    with pytest.raises(ValueError, match="permute_seed must be a non-negative int or null"):
+        build("image", permute_seed=seed)
+
+
 def test_flips_only_where_they_keep_the_class():
     assert SOURCES["fashion_mnist"].flip and not any(SOURCES[d].flip for d in ("digits", "usps", "mnist"))
 
