@@ -345,3 +345,13 @@ def test_the_commonest_class_row_is_the_share_of_the_modal_test_label_the_runs_k
     assert [r["model"] for r in rows][:2] == ["chance", "commonest class"]
     assert rows[1]["Text 1K"] == "60.0" and rows[1]["Pathfinder 1K"] == "" and rows[1]["average"] == "60.0 (1 of 2)"
     assert [r["model"] for r in lra_rows(runs, "lra_cpu")][:2] == ["chance", "full"]  # nothing kept: no such row
+
+
+def test_a_permuted_image_run_is_a_column_of_its_own_without_the_published_figure():
+    plain, permuted = lra_cpu_run("full", "image", 0.54, 1.0), lra_cpu_run("full", "image", 0.34, 1.0)
+    permuted.config["task"] = {"permute_seed": 0}
+    rows = lra_rows([permuted, plain], "lra_cpu")
+    assert [c for c in rows[0] if c.startswith("Image")] == ["Image 784", "Image 784 permuted (0)"]
+    ours, published = rows[1], rows[2]
+    assert ours["Image 784"] == "54.0" and ours["Image 784 permuted (0)"] == "34.0"  # never pooled
+    assert published["Image 784"] == "42.4" and published["Image 784 permuted (0)"] == "—"

@@ -169,8 +169,13 @@ def row_names(records: list[ResultRecord]) -> list[str]:
     return names
 
 
-Column = tuple[str, int]  # (LRA task, length)
+Column = tuple[str, int, int | None]  # (LRA task, length, the image task's permute_seed or None)
 RowKey = tuple[str, str]  # (row name, trainer)
+
+
+def column(r: ResultRecord) -> Column:
+    """A run's column: its task and length, and apart from the rest an image task whose pixels are permuted."""
+    return lra_task(r), r.seq_len or 0, (r.config.get("task") or {}).get("permute_seed")
 
 
 @dataclass
@@ -189,16 +194,18 @@ class LraTable:
         runs = [r for r in records if is_lra(r, benchmark)]
         if not runs:
             return None
-        columns = sorted({(lra_task(r), r.seq_len or 0) for r in runs}, key=lambda c: (TASK_ORDER.index(c[0]), c[1]))
+        columns = sorted(
+            {column(r) for r in runs}, key=lambda c: (TASK_ORDER.index(c[0]), c[1], c[2] is not None, c[2] or 0)
+        )
         cells: dict[RowKey, dict[Column, list[ResultRecord]]] = defaultdict(lambda: defaultdict(list))
         by_column: dict[Column, list[ResultRecord]] = defaultdict(list)
         attention: set[str] = set()
         for r, name in zip(runs, row_names(runs)):
-            cells[(name, trainer_name(r))][(lra_task(r), r.seq_len or 0)].append(r)
-            by_column[(lra_task(r), r.seq_len or 0)].append(r)
+            cells[(name, trainer_name(r))][column(r)].append(r)
+            by_column[column(r)].append(r)
             if family(r) == "attention":
                 attention.add(name)
-        header = {c: f"{c[0]} {short(c[1])}" for c in columns}
+        header = {c: f"{c[0]} {short(c[1])}" + ("" if c[2] is None else f" permuted ({c[2]})") for c in columns}
         return cls(columns, header, cells, attention, by_column)
 
     def row_keys(self) -> list[RowKey]:
@@ -262,7 +269,10 @@ def lra_rows(
                 {
                     "model": "",
                     "source": f"{PUBLISHED_SOURCE}: {lra_name}",
-                    **{header[c]: (f"{figures[c[0]]:.1f}" if c[0] in figures else "—") for c in columns},
+                    **{
+                        header[c]: (f"{figures[c[0]]:.1f}" if c[0] in figures and c[2] is None else "—")
+                        for c in columns
+                    },
                     "average": f"{average:.1f} (its 5 tasks)",
                     SPEED_COLUMN: "",
                 }
