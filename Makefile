@@ -274,7 +274,7 @@ bench-lra: data pathfinder ## The LRA at CPU scale: 14 models x ListOps, Text, I
 	$(LRA_CPU_SWEEP)
 	$(LRA_CPU_SWEEP) $(LRA_CPU_ATTENTION)
 	$(PYTHON) -m suite.report $(LRA_CPU_DIR) --name lra_cpu
-	$(PYTHON) -m tasks.listops_outer $(LRA_CPU_DIR)/listops-* --out results/lra_cpu/listops_outer.md
+	$(PYTHON) -m tasks.probes.listops_outer $(LRA_CPU_DIR)/listops-* --out results/lra_cpu/listops_outer.md
 	@s=$$(( $$(date +%s) - $$(cat $(LRA_CPU_STARTED)) )); echo "$(LRA_CPU_COMMAND): $$s s since its first start (after set-up)"; \
 	  $(PYTHON) -m suite.report.duration "$(LRA_CPU_COMMAND)" $$s results/lra_cpu
 

@@ -1,4 +1,4 @@
-"""The outer-operator rule on ListOps (tasks/listops_outer.py): fit on train, scored on test, read against runs."""
+"""The outer-operator rule on ListOps (tasks/probes/listops_outer.py): fit on train, scored on test, against runs."""
 
 from collections import Counter
 
@@ -6,7 +6,7 @@ import pytest
 
 from suite.runtime.predictions import write_predictions
 from suite.runtime.record import ResultRecord
-from tasks.listops_outer import listops_splits, main, outer, outer_rule, outer_table, rule_accuracy, run_row
+from tasks.probes.listops_outer import listops_splits, main, outer, outer_rule, outer_table, rule_accuracy, run_row
 
 TASK = {"problem": "listops", "seq_len": 32, "n_train": 400, "n_val": 20, "n_test": 100, "split_seed": 0}
 TASK |= {"max_depth": 4, "max_args": 5}

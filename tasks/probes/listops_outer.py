@@ -6,7 +6,7 @@ A ListOps value is not uniform given its first token: ``[MAX`` over a few nested
 test predictions agree with the rule and what it predicts under each operator. A model that agrees with the rule
 on most test examples learned to read the first token, not to evaluate the expression.
 
-    python -m tasks.listops_outer results/lra_cpu_runs/listops-* --out results/lra_cpu/listops_outer.md
+    python -m tasks.probes.listops_outer results/lra_cpu_runs/listops-* --out results/lra_cpu/listops_outer.md
 
 Each run's own ``result.json`` gives the task's generator settings, so the splits are regenerated exactly as it
 saw them (``tasks.long_range.generate_splits``); a run of another task or other settings is refused by name.
