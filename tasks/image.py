@@ -202,12 +202,17 @@ def image_collate(n_patches: int) -> Callable[[list[tuple[Tensor, int]]], Batch]
     return collate
 
 
+def check_permute_seed(seed: object) -> None:
+    """Refuse a ``permute_seed`` that is not a non-negative int (None, no permutation, is the caller's to skip)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"image: permute_seed must be a non-negative int or null, got {seed!r}")
+
+
 class PermutePixels:
     """One fixed permutation of an image's H * W pixel positions (every channel alike): (C, H, W) -> (C, H, W)."""
 
     def __init__(self, seed: int, height: int, width: int) -> None:
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"image: permute_seed must be a non-negative int or null, got {seed!r}")
+        check_permute_seed(seed)
         self.order = torch.randperm(height * width, generator=torch.Generator().manual_seed(seed))
 
     def __call__(self, image: Tensor) -> Tensor:
@@ -283,7 +288,7 @@ def build(
     if max_eval is not None and max_eval < 1:
         raise ValueError(f"image: max_eval must be a positive number of images or null, got {max_eval}")
     if permute_seed is not None:
-        PermutePixels(permute_seed, 1, 1)  # a bad seed is refused at build, before any data is read
+        check_permute_seed(permute_seed)  # at build, before any data is read
     loader = partial(
         load, dataset, data_dir, patch_size, augment, val_fraction, test_fraction, split_seed, max_eval, permute_seed
     )

@@ -12,6 +12,7 @@ It prints the headline table. Nothing in ``results/`` is typed by hand.
 from __future__ import annotations
 
 import argparse
+import functools
 import html
 import platform
 import re
@@ -572,7 +573,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     out_dir = args.out / args.name
     directory = {id(r): path for path, r in found}
-    tables = build_report([r for _, r in found], out_dir, args.name, lambda r: run_outputs(directory[id(r)]))
+    read = functools.cache(run_outputs)  # the headline, the LRA table and its verdicts all read a run's outputs
+    tables = build_report([r for _, r in found], out_dir, args.name, lambda r: read(directory[id(r)]))
     print(markdown(tables["results at a glance"]))
     for title in (
         "speed",

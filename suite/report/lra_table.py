@@ -186,7 +186,6 @@ class LraTable:
     header: dict[Column, str]
     cells: dict[RowKey, dict[Column, list[ResultRecord]]]
     attention: set[str]  # the rows of attention variants
-    by_column: dict[Column, list[ResultRecord]]
 
     @classmethod
     def of(cls, records: list[ResultRecord], benchmark: str) -> LraTable | None:
@@ -198,15 +197,17 @@ class LraTable:
             {column(r) for r in runs}, key=lambda c: (TASK_ORDER.index(c[0]), c[1], c[2] is not None, c[2] or 0)
         )
         cells: dict[RowKey, dict[Column, list[ResultRecord]]] = defaultdict(lambda: defaultdict(list))
-        by_column: dict[Column, list[ResultRecord]] = defaultdict(list)
         attention: set[str] = set()
         for r, name in zip(runs, row_names(runs)):
             cells[(name, trainer_name(r))][column(r)].append(r)
-            by_column[column(r)].append(r)
             if family(r) == "attention":
                 attention.add(name)
         header = {c: f"{c[0]} {short(c[1])}" + ("" if c[2] is None else f" permuted ({c[2]})") for c in columns}
-        return cls(columns, header, cells, attention, by_column)
+        return cls(columns, header, cells, attention)
+
+    def in_column(self, c: Column) -> list[ResultRecord]:
+        """Every row's runs in column ``c``."""
+        return [r for row in self.cells.values() for r in row.get(c, [])]
 
     def row_keys(self) -> list[RowKey]:
         """The rows in table order: attention variants (full first), then the recurrent models, by name."""
@@ -228,8 +229,8 @@ def lra_rows(
     table = LraTable.of(records, benchmark)
     if table is None:
         return []
-    columns, header, cells, by_column = table.columns, table.header, table.cells, table.by_column
-    chances = {c: chance(c[0], by_column[c][0]) for c in columns}
+    columns, header, cells = table.columns, table.header, table.cells
+    chances = {c: chance(c[0], table.in_column(c)[0]) for c in columns}
     rows = [
         {
             "model": "chance",
@@ -239,7 +240,7 @@ def lra_rows(
             SPEED_COLUMN: "",
         }
     ]
-    shares = {c: commonest_share(by_column[c], outputs) for c in columns}
+    shares = {c: commonest_share(table.in_column(c), outputs) for c in columns}
     if any(s is not None for s in shares.values()):
         rows.append(
             {
