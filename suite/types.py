@@ -57,6 +57,20 @@ class Backbone(Protocol):
         ...
 
 
+@runtime_checkable
+class Declared(Protocol):
+    """A Backbone that says what it is (``suite.models.declaration``): what the built instance can do, the family whose
+    measured precision policy applies, and the numbers a sequence carries between steps."""
+
+    capabilities: frozenset[str]
+    precision_family: str
+
+    def state_size(self, length: int) -> int:
+        """Numbers per sequence carried from one step to the next after ``length`` positions (a recurrence: constant;
+        attention: its key/value cache)."""
+        ...
+
+
 State = dict[str, Tensor]
 """Generation state: batch-first tensors only, so beam search reorders any model's state alike."""
 

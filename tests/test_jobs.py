@@ -29,6 +29,14 @@ def test_prepare_gives_the_task_with_its_data_and_the_model_on_the_device():
         "params": prepared.params,
         "split_sizes": {"train": 32, "val": 8, "test": 8},
         "primary_metric": "accuracy",
+        "declaration": {
+            "backbone": "RecurrentEncoder",
+            "family": "recurrent cells",
+            "capabilities": ["causal", "padding mask", "sequence-to-sequence decoder", "step-by-step decoding"],
+            "parameters": count_parameters(prepared.model.backbone),
+            "state_numbers": 2 * 32,  # the LSTM's h and c, 32 wide, one layer
+            "state_at_length": 16,
+        },
     }
 
 

@@ -10,6 +10,7 @@ from suite.measure.flops import matmul_peak
 from suite.models.rnn import RecurrentEncoder, run_cell
 from suite.run import execute
 from suite.runtime import numerics
+from suite.runtime.precision_policy import ATTENTION, CONVOLUTION, POLICY, RECURRENT_CELLS, SCAN, family_of
 from suite.tools.precision_check import Row
 from suite.tools.precision_check import main as precision_check
 from tests.conftest import TINY_TASK, compose_config, shrink
@@ -34,22 +35,37 @@ def model_of(name: str) -> torch.nn.Module:
 
 
 @pytest.mark.parametrize(
-    "name, family", [("transformer", "attention"), ("lstm", "recurrent"), ("gru", "recurrent"), ("rnn", "recurrent")]
+    "name, family",
+    [
+        ("transformer", ATTENTION),
+        ("lstm", RECURRENT_CELLS),
+        ("gru", RECURRENT_CELLS),
+        ("rnn", RECURRENT_CELLS),
+        ("mingru", SCAN),
+        ("mamba", SCAN),
+        ("s4d", CONVOLUTION),
+    ],
 )
-def test_auto_picks_bf16_for_attention_and_fp32_for_recurrent_cells_on_amx(amx, name, family):
+def test_auto_follows_the_declared_familys_measured_policy_on_amx(amx, name, family):
     model = model_of(name)
-    assert numerics.family(model) == family
+    assert family_of(model) == family  # declared by the backbone, not guessed from its class
     choice = numerics.choose("auto", CPU, model)
-    assert choice.precision == ("bf16" if family == "attention" else "fp32")
-    assert choice.reason.startswith("auto: AMX CPU") and (("recurrent" in choice.reason) == (family == "recurrent"))
+    assert choice.precision == ("bf16" if family == ATTENTION else "fp32")
+    assert choice.reason.startswith(f"auto: {family} on amx: ")
+    measured = POLICY[("amx", family)].measured
+    assert (measured in choice.reason) if measured else "not measured for this family" in choice.reason
 
 
-def test_without_amx_auto_is_fp32_for_every_family_and_a_forced_precision_says_so(monkeypatch):
+@pytest.mark.parametrize("unit", [None, "avx512_bf16"])
+def test_without_amx_auto_is_fp32_for_every_family_with_its_measurement_and_a_forced_precision_says_so(
+    monkeypatch, unit
+):
     monkeypatch.setattr(numerics, "fast_bf16", lambda device: False)
-    for name in ("transformer", "lstm"):
-        assert numerics.choose("auto", CPU, model_of(name)) == numerics.Choice(
-            "fp32", numerics.choose("auto", CPU).reason
-        )
+    monkeypatch.setattr(numerics, "cpu_bf16_kind", lambda: unit)
+    for name in ("transformer", "lstm", "mamba", "s4d"):
+        choice, family = numerics.choose("auto", CPU, model_of(name)), family_of(model_of(name))
+        kind = unit or "none"
+        assert choice == numerics.Choice("fp32", f"auto: {family} on {kind}: {POLICY[(kind, family)].measured}")
     assert numerics.choose("bf16", CPU, model_of("lstm")) == numerics.Choice("bf16", "set: precision=bf16")
     with pytest.raises(ValueError, match="precision must be one of"):
         numerics.choose("fp16", CPU)
@@ -119,7 +135,10 @@ def test_precision_check_prints_both_precisions_side_by_side(capsys):
         ]
     )
     out = capsys.readouterr().out
-    assert [r.model for r in rows] == ["transformer", "lstm"] and [r.family for r in rows] == ["attention", "recurrent"]
+    assert [r.model for r in rows] == ["transformer", "lstm"] and [r.family for r in rows] == [
+        "attention",
+        "recurrent cells",
+    ]
     for r in rows:
         assert min(r.train.values()) > 0 and min(r.infer.values()) > 0
         assert f"| {r.model} | {r.family} | {r.auto} |" in out and f"{r.ratio('train'):.2f}x" in out

@@ -49,6 +49,17 @@ class AttentionCore(nn.Module):
         self.dropout = dropout
         self.n_heads, self.head_dim, self.max_len = n_heads, head_dim, max_len
 
+    def state_size(self, length: int) -> int:
+        """Numbers per sequence that ``decode_step`` carries after ``length`` positions: by default the key/value
+        cache, 2 H Dh a position (a core with a smaller state overrides it, with its ``decode_step``)."""
+        return 2 * self.sizes()[0] * self.sizes()[1] * length
+
+    def sizes(self) -> tuple[int, int]:
+        """(H, Dh), which a layer gives at construction; a ValueError naming the variant when it did not."""
+        if self.n_heads is None or self.head_dim is None:
+            raise ValueError(f"attention variant {self.name!r} was built without n_heads and head_dim")
+        return self.n_heads, self.head_dim
+
     def decode_step(self, q: Tensor, k: Tensor, v: Tensor, state: State) -> tuple[Tensor, State]:
         """New positions q, k, v (B, H, t, Dh) after those in ``state`` ({} at the start) -> (outputs (B, H, t, Dh), the
         state after them).

@@ -96,6 +96,11 @@ class LinearAttention(AttentionCore):
         """(B, H, Lq, Dh), (B, H, Lk, Dh) x2 -> (B, H, Lq, Dh)."""
         return kernel_attention(elu_feature(q), elu_feature(k), v, pad_mask, causal, self.chunk)
 
+    def state_size(self, length: int) -> int:
+        """[S, z] of ``decode_step``: H x F x (Dh + 1), F = Dh (the elu feature map keeps the width), at any length."""
+        h, d = self.sizes()
+        return h * d * (d + 1)
+
     def decode_step(self, q: Tensor, k: Tensor, v: Tensor, state: State) -> tuple[Tensor, State]:
         """New positions q, k, v (B, H, t, Dh) after the state {'s': [S, z]} ({} at the start) -> ((B, H, t, Dh), the
         state after them).

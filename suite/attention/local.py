@@ -103,6 +103,11 @@ class LocalAttention(AttentionCore):
         weights = dropout(masked_softmax(scores, allowed), self.dropout, self.training)
         return unblock(weights @ vc, q.size(-2))  # (B, H, L, Dh)
 
+    def state_size(self, length: int) -> int:
+        """The last ``window`` keys and values that ``decode_step`` keeps: bounded however long the text."""
+        h, d = self.sizes()
+        return 2 * h * d * min(self.window, length)
+
     def decode_step(self, q: Tensor, k: Tensor, v: Tensor, state: State) -> tuple[Tensor, State]:
         """New positions q, k, v (B, H, t, Dh) after the state (the last ``window`` keys and values) -> ((B, H, t, Dh),
         the new state).

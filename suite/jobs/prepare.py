@@ -12,6 +12,8 @@ from omegaconf import DictConfig
 from torch import nn
 
 from suite.models.classifier import count_parameters
+from suite.models.declaration import declare
+from suite.runtime.compose import importable
 from suite.types import Task
 
 log = logging.getLogger("suite.jobs")
@@ -51,12 +53,24 @@ class Prepared:
             params=self.params,
             split_sizes=self.task.split_sizes(),
             primary_metric=self.task.primary_metric,
+            declaration=declared_fields(self.model, self.task.seq_len()),
         )
+
+
+def declared_fields(model: nn.Module, length: int | None) -> dict[str, Any]:
+    """What the model's backbone (a classifier's or language model's ``backbone``, an encoder-decoder's ``encoder``)
+    declares, with its state size at the task's length; empty for a model without one (Lead-k)."""
+    backbone = getattr(model, "backbone", None) or getattr(model, "encoder", None)
+    if not isinstance(backbone, nn.Module):
+        return {}
+    return declare(backbone, length or 1024).fields()
 
 
 def prepare(cfg: DictConfig, device: torch.device, task: Task | None = None) -> Prepared:
     """Instantiate ``cfg.task`` (or take ``task``, e.g. a variant of it), load its data, build ``cfg.model`` on
     ``device``."""
+    if task is None:
+        importable(cfg.task, "task")
     task = ready(task if task is not None else instantiate(cfg.task))
     model = model_on(task, cfg.model, device)
     params = count_parameters(model)

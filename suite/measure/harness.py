@@ -23,6 +23,7 @@ from suite.measure.timing import time_calls
 from suite.runtime import numerics
 from suite.runtime.device import sync
 from suite.runtime.failures import PointTimeout
+from suite.runtime.precision_policy import RECURRENT_CELLS, family_of
 from suite.training.step import Update, optimizer_step
 from suite.types import Batch, Generates, Infers, inference
 
@@ -152,7 +153,7 @@ def counted_flops(
 
     length = batch.inputs.shape[1] if batch.inputs.dim() == 2 else 0
     affine = (
-        numerics.family(model) == "recurrent"
+        family_of(model) == RECURRENT_CELLS
         and not isinstance(task, Infers)  # a classifier: model(inputs, pad_mask), one target per example
         and batch.targets.dim() == 1
         and (batch.pad_mask is None or not bool(batch.pad_mask.any()))  # padding would make the work data-dependent

@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from suite.models.heads import ClassificationHead
 from suite.nn import Dropout
+from suite.runtime.compose import importable
 
 
 class Classifier(nn.Module):
@@ -73,10 +74,11 @@ def build_classifier(model_cfg: Any, content: nn.Module, n_classes: int, max_len
     )
 
 
-def build_sized(node: Any, max_len: int, **settings: Any) -> nn.Module:
+def build_sized(node: Any, max_len: int, where: str = "model.backbone", **settings: Any) -> nn.Module:
     """Instantiate a backbone or decoder node; one with a ``max_len`` key (the Transformer's, for
     attention variants of fixed length) is given the longest sequence it will see, and each of
     ``settings`` (e.g. ``causal=True``) goes to the node that has that key."""
+    importable(node, where)  # a target that cannot be imported: the module and the config file named
     given = {"max_len": max_len, **settings}
     return instantiate(node, **{k: v for k, v in given.items() if k in node})
 

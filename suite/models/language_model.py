@@ -16,6 +16,7 @@ from hydra.utils import instantiate
 from torch import Tensor, nn
 
 from suite.models.classifier import build_sized
+from suite.models.declaration import CAUSAL, STEP, require
 from suite.models.embeddings import TokenEmbedding
 from suite.models.heads import Generator
 from suite.nn import Dropout
@@ -101,6 +102,7 @@ def build_language_model(
             f"model {model_cfg.name!r} has no causal form for a language model (its backbone "
             f"{node._target_} takes no causal=true)"
         )
+    require(backbone, {CAUSAL, STEP}, "language model", model_cfg.name)
     d = model_cfg.d_model
     embed = TokenEmbedding(vocab_size, d, padding_idx=pad_id)
     return LanguageModel(

@@ -24,8 +24,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from suite.models.declaration import CAUSAL, PADDING, STEP
 from suite.models.scan import log_scan, positive_int
 from suite.nn import Dropout
+from suite.runtime.precision_policy import SCAN
 from suite.types import State
 
 KERNELS = ("pscan", "log", "mamba_ssm")
@@ -202,6 +204,13 @@ class MambaEncoder(nn.Module):
         self.norms = nn.ModuleList(nn.RMSNorm(d_model, eps=1e-5) for _ in range(n_layers))
         self.final = nn.RMSNorm(d_model, eps=1e-5)
         self.dropout = Dropout(dropout)
+
+    precision_family = SCAN
+    capabilities = frozenset({PADDING, CAUSAL, STEP})
+
+    def state_size(self, length: int) -> int:
+        """Each layer's (E, N) state and its last d_conv - 1 inputs (E each): constant in ``length``."""
+        return sum(m.inner * (m.d_state + m.d_conv - 1) for m in self.mixers)
 
     def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
         """(B, L, D), (B, L) bool | None (right padding) -> (B, L, D)."""

@@ -21,8 +21,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from suite.models.declaration import CAUSAL, PADDING, STEP
 from suite.models.scan import log_scan, positive_int, sequential
 from suite.nn import Dropout
+from suite.runtime.precision_policy import SCAN
 from suite.types import State
 
 CELLS = ("gru", "lstm")
@@ -134,6 +136,13 @@ class MinRecurrentEncoder(nn.Module):
         self.final = nn.LayerNorm(d_model)
         self.dropout = Dropout(dropout)
         self.has_mlp = hidden > 0
+
+    precision_family = SCAN
+    capabilities = frozenset({PADDING, CAUSAL, STEP})
+
+    def state_size(self, length: int) -> int:
+        """One vector a layer (the layer's inner width): constant in ``length``."""
+        return sum(layer.inner for layer in self.layers)
 
     def run(self, x: Tensor, states: list[Tensor | None]) -> tuple[Tensor, list[Tensor]]:
         """(B, L, D) from the states before each layer -> ((B, L, D), the states after)."""

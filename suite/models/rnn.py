@@ -17,8 +17,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+from suite.models.declaration import BIDIRECTIONAL, CAUSAL, DECODER, PADDING, STEP
 from suite.nn import Dropout
 from suite.runtime import numerics
+from suite.runtime.precision_policy import RECURRENT_CELLS
 from suite.types import State
 
 CELLS: dict[str, type[nn.RNNBase]] = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
@@ -99,6 +101,19 @@ class RecurrentEncoder(nn.Module):
         width = hidden_size * (2 if bidirectional else 1)
         self.proj = nn.Identity() if width == d_model else nn.Linear(width, d_model)
         self.states, self.bidirectional = state_names(cell), bidirectional
+
+    precision_family = RECURRENT_CELLS
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """One way: causal, step by step; both ways: neither. A recurrent decoder with attention exists for either."""
+        way = {BIDIRECTIONAL} if self.bidirectional else {CAUSAL, STEP}
+        return frozenset({PADDING, DECODER} | way)
+
+    def state_size(self, length: int) -> int:
+        """h (and an LSTM's c) of every layer and direction: constant in ``length``."""
+        rnn = self.rnn
+        return len(self.states) * rnn.num_layers * (2 if rnn.bidirectional else 1) * rnn.hidden_size
 
     def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
         """(B, L, D), (B, L) bool | None -> (B, L, D); outputs at padded positions are zero."""

@@ -21,8 +21,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from suite.models.declaration import BIDIRECTIONAL, CAUSAL, PADDING, STEP
 from suite.models.scan import positive_int
 from suite.nn import Dropout
+from suite.runtime.precision_policy import CONVOLUTION
 from suite.types import State
 
 INITS = ("lin", "inv")
@@ -203,6 +205,17 @@ class S4DEncoder(nn.Module):
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(n_layers))
         self.final = nn.LayerNorm(d_model)
         self.dropout = Dropout(dropout)
+
+    precision_family = CONVOLUTION
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """Causal: one kernel, a recurrent step; bidirectional: a kernel each way, no step."""
+        return frozenset({PADDING} | ({BIDIRECTIONAL} if self.bidirectional else {CAUSAL, STEP}))
+
+    def state_size(self, length: int) -> int:
+        """Each layer's (D, N/2) complex state, two real numbers each: constant in ``length``."""
+        return sum(2 * layer.kernels[0].imag.numel() for layer in self.layers)
 
     def block(self, i: int, x: Tensor, y: Tensor) -> Tensor:
         return x + self.dropout(F.glu(self.outs[i](F.gelu(y)), dim=-1))

@@ -16,6 +16,7 @@ from hydra.utils import instantiate
 from torch import Tensor, nn
 
 from suite.models.classifier import build_sized
+from suite.models.declaration import DECODER, PADDING, require
 from suite.models.embeddings import TokenEmbedding
 from suite.models.heads import Generator
 from suite.nn import Dropout
@@ -140,13 +141,16 @@ def build_seq2seq(
     src_embed = TokenEmbedding(src_vocab, d, padding_idx=pad_id)
     tgt_embed = src_embed if shared_vocab else TokenEmbedding(tgt_vocab, d, padding_idx=pad_id)
     positions = instantiate(model_cfg.positions)
+    src_positions, tgt_positions = positions(d_model=d, max_len=max_len), positions(d_model=d, max_len=max_len)
+    encoder = build_sized(model_cfg.backbone, max_len)  # built in this order: the same draws as ever for a seed
+    require(encoder, {DECODER, PADDING}, "sequence-to-sequence encoder", model_cfg.get("name"))
     return Seq2Seq(
         src_embed=src_embed,
         tgt_embed=tgt_embed,
-        src_positions=positions(d_model=d, max_len=max_len),
-        tgt_positions=positions(d_model=d, max_len=max_len),
-        encoder=build_sized(model_cfg.backbone, max_len),
-        decoder=build_sized(model_cfg.decoder, max_len),
+        src_positions=src_positions,
+        tgt_positions=tgt_positions,
+        encoder=encoder,
+        decoder=build_sized(model_cfg.decoder, max_len, where="model.decoder"),
         generator=Generator(d, tgt_vocab, tie_to=tgt_embed.embed if tie_output else None),
         dropout=model_cfg.embed_dropout,
         copy=instantiate(copy)(d_model=d) if copy is not None else None,

@@ -15,7 +15,9 @@ from torch import Tensor, nn
 
 from suite.attention import FullAttention, require
 from suite.attention.core import CACHE, CAUSAL, CROSS, PADDING
+from suite.models import declaration
 from suite.nn import Dropout
+from suite.runtime.precision_policy import ATTENTION
 from suite.types import State, prefixed, scoped
 
 AttentionFactory = Callable[..., nn.Module]  # called as factory(n_heads=, head_dim=, max_len=)
@@ -258,6 +260,24 @@ class Encoder(nn.Module):
         self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else nn.Identity()
         if init is not None:  # e.g. suite.models.init.gpt2; None keeps torch's defaults
             init(self)
+
+    precision_family = ATTENTION
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """Causal: reads <= t and goes on step by step through its cores' state; else both ways. A decoder exists for
+        the cores that a decoder layer can use (causal, cached, cross-attention)."""
+        core = self.layers[0].self_attn.core
+        has = set(getattr(core, "capabilities", ()))
+        declared = {PADDING} & has
+        declared |= {declaration.CAUSAL, declaration.STEP} if self.causal else {declaration.BIDIRECTIONAL}
+        if {CAUSAL, CACHE, CROSS} <= has:
+            declared.add(declaration.DECODER)
+        return frozenset(declared)
+
+    def state_size(self, length: int) -> int:
+        """What the cores carry between steps after ``length`` positions (full attention: the key/value cache)."""
+        return sum(layer.self_attn.core.state_size(length) for layer in self.layers)
 
     def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
         """(B, L, D), (B, L) bool | None -> (B, L, D)."""

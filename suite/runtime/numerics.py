@@ -9,18 +9,11 @@ every record says what they were:
   built with ``-ffast-math`` sets the flag for the whole process when loaded). Flushing makes
   speed a property of the model again. The state is probed, not assumed: a parallel
   multiplication of a subnormal must give exact zeros on every worker thread.
-- **Precision.** ``auto`` picks, per model family, what the device was measured to run faster
-  (``choose``; ``python -m suite.tools.precision_check`` re-measures it on a new machine, and the record
-  keeps the choice and its reason in ``precision`` and ``precision_reason``):
-
-  - a CPU with AMX tiles: bf16 autocast for the attention models (the standard encoder trained
-    1.65x faster, issue 21's Xeon) and fp32 for models built on torch's recurrent cells (their
-    training measured 0.77x (LSTM), 0.69x (GRU), 0.43x (RNN) the fp32 speed under bf16 there);
-  - a CPU without AMX (AVX-512 BF16 or plain AVX2): fp32 for every model: autocast made the
-    suite's models slower there (the 8x8-digits ViT 2.9x, the 128-wide encoder 1.1x on an
-    AVX-512 BF16 EPYC; far more on an AVX2-only one, where bf16 is converted in software);
-  - a bf16-capable CUDA device: bf16 for every model (not measured per family by this suite).
-
+- **Precision.** ``auto`` picks what the device was measured to run faster for the precision family the
+  model's backbone declares (``choose``; the table and its measurements are ``suite.runtime.precision_policy``;
+  ``python -m suite.tools.precision_check`` re-measures every family on a new machine). The record keeps the choice
+  and its reason in ``precision`` and ``precision_reason``. A backbone that declares no family runs in fp32
+  ("undeclared family").
   ``fp32`` and ``bf16`` force one on any device.
 """
 
@@ -33,6 +26,8 @@ from typing import Any, ContextManager
 
 import torch
 from torch import nn
+
+from suite.runtime import precision_policy as policy
 
 PRECISIONS = ("auto", "fp32", "bf16")
 TINY = 1e-39  # subnormal in fp32 (the smallest normal is ~1.18e-38)
@@ -104,15 +99,6 @@ def cpu_bf16_lstm() -> bool:
     return True
 
 
-def family(model: nn.Module | None) -> str | None:
-    """'recurrent' when ``model`` runs torch's recurrent cells (``nn.RNN``/``LSTM``/``GRU``), else 'attention' (matrix
-    products: the Transformer, the ViT); None when no model is given. The cells' kernels, not the name, set the
-        speed."""
-    if model is None:
-        return None
-    return "recurrent" if any(isinstance(m, nn.RNNBase) for m in model.modules()) else "attention"
-
-
 @dataclass(frozen=True)
 class Choice:
     """A resolved precision ('fp32' or 'bf16') and why it was chosen, as the record keeps them."""
@@ -124,35 +110,28 @@ class Choice:
         return {"precision": self.precision, "precision_reason": self.reason}
 
 
+def device_kind(device: torch.device) -> str:
+    """The policy's name for ``device``: 'cuda', or a CPU's bf16 unit ('amx', 'avx512_bf16', 'none')."""
+    if device.type == "cuda":
+        return policy.CUDA if fast_bf16(device) else policy.NO_BF16_UNIT
+    return cpu_bf16_kind() or policy.NO_BF16_UNIT
+
+
 def choose(precision: str, device: torch.device, model: nn.Module | None = None) -> Choice:
-    """The precision a run uses on ``device`` for ``model`` (its family decides under 'auto'; module docstring)."""
+    """The precision a run uses on ``device`` for ``model``: under 'auto', the measured policy of the family its
+    backbone declares (``suite.runtime.precision_policy``); fp32 for a model that declares none."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if precision != "auto":
         return Choice(precision, f"set: precision={precision}")
-    kind = family(model)
-    if device.type == "cuda":
-        fast = fast_bf16(device)
-        return Choice(
-            "bf16" if fast else "fp32",
-            "auto: bf16-capable CUDA device" if fast else "auto: CUDA device without native bf16",
-        )
-    if device.type != "cpu" or not fast_bf16(device):
-        return Choice(
-            "fp32",
-            f"auto: no bf16 matrix units on {device.type} (cpu_bf16_unit={cpu_bf16_kind()}): "
-            "bf16 autocast measured slower",
-        )
-    if kind == "recurrent":
-        return Choice(
-            "fp32",
-            "auto: AMX CPU, recurrent cells: bf16 autocast measured slower for LSTM, GRU and RNN "
-            "on an AMX Xeon (README, Precision)",
-        )
-    return Choice(
-        "bf16",
-        f"auto: AMX CPU, {kind or 'unknown'} model: bf16 autocast measured faster on an AMX Xeon (README, Precision)",
-    )
+    kind, family = device_kind(device), policy.family_of(model)
+    if family is None or family == policy.UNDECLARED:
+        return Choice("fp32", f"auto: {policy.UNDECLARED} (the backbone declares no precision family): fp32")
+    rule = policy.rule(kind, family)
+    why = rule.measured or f"not measured for this family on {kind}: fp32 until `make precision-check` measures it"
+    if rule.measured is None and rule.precision == "bf16":
+        why = "not measured per family: a bf16-capable CUDA device"
+    return Choice(rule.precision, f"auto: {family} on {kind}: {why}")
 
 
 def resolve_precision(precision: str, device: torch.device, model: nn.Module | None = None) -> str:

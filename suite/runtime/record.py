@@ -39,6 +39,9 @@ class ResultRecord:
     )
     seq_len: int | None = None
     params: int | None = None
+    declaration: dict[str, Any] = field(
+        default_factory=dict
+    )  # what the backbone declares: family, capabilities, its parameters, state size (suite.models.declaration)
     split_sizes: dict[str, int] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
     speed: dict[str, float] = field(default_factory=dict)

@@ -1,7 +1,7 @@
 """fp32 against bf16 autocast for every model family, side by side in one process: is ``precision=auto`` right here?
 
     python -m suite.tools.precision_check                        # L 256, batch 8, width 128, 2 layers
-    (speed_vs_length's models)
+    (one model of every precision family: attention, recurrent cells, parallel scan, long convolution)
     python -m suite.tools.precision_check --models transformer --length 256 model.d_model=256 model.backbone.n_layers=4
     model.backbone.d_ff=1024
     OMP_NUM_THREADS=1 python -m suite.tools.precision_check      # one thread, as make bench's speed points
@@ -12,7 +12,8 @@ every model). Its training step (the one training takes: forward, backward, clip
 pass are timed in
 fp32 and under bf16 autocast, all four interleaved round by round (``suite.measure.timing.time_calls``),
 so the machine's drift hits both precisions alike. The table gives real tokens/s, the bf16/fp32
-ratio and what ``precision=auto`` picks for that model on this device (``suite.runtime.numerics.choose``);
+ratio, the family its backbone declares and what ``precision=auto`` picks for it on this device (the policy of
+``suite.runtime.precision_policy``);
 a pick that the measurement contradicts is named below it. Then the fp32 and bf16 matmul peaks
 (the MFU denominators) with every round's figure and their spread.
 """
@@ -32,6 +33,7 @@ from suite.measure.timing import time_calls
 from suite.report import formatting as fmt
 from suite.runtime import numerics
 from suite.runtime.compose import composed
+from suite.runtime.precision_policy import family_of
 from suite.tools import measured_on
 from suite.types import inference
 
@@ -82,7 +84,7 @@ def measure(
     rate = {k: batch.n_tokens / t.median for k, t in times.items()}
     return Row(
         model_name,
-        numerics.family(model) or "",
+        family_of(model) or "",
         numerics.resolve_precision("auto", device, model),
         {p: rate[f"train/{p}"] for p in PRECISIONS},
         {p: rate[f"infer/{p}"] for p in PRECISIONS},
@@ -117,7 +119,9 @@ def main(argv: list[str] | None = None) -> list[Row]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("overrides", nargs="*", help="Hydra overrides applied to every model (e.g. model.d_model=256)")
     parser.add_argument(
-        "--models", default="transformer,lstm,gru,rnn", help="model configs (conf/model/), comma-separated"
+        "--models",
+        default="transformer,lstm,gru,rnn,mingru,mamba,s4d",
+        help="model configs (conf/model/), comma-separated; the default has every declared precision family",
     )
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--batch", type=int, default=8)

@@ -22,14 +22,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from suite.runtime.files import atomic_save
-from suite.training.checkpoint import rng_kept
-from suite.types import Batch
+from suite.training.checkpoint import PRETRAINED, read_pretrained, rng_kept, write_pretrained
+from suite.types import Batch, Declared
 
 log = logging.getLogger("suite.training.pretrain")
 
 OBJECTIVES = ("auto", "masked", "next_token")
-PRETRAINED = "pretrained.pt"  # the embedding and backbone after pretraining, in <run dir>/pretrain/
 
 
 class PretrainError(ValueError):
@@ -42,6 +40,8 @@ def objective_for(backbone: nn.Module, objective: str) -> str:
         raise PretrainError(f"pretrain.objective must be one of {OBJECTIVES}, got {objective!r}")
     if objective != "auto":
         return objective
+    if isinstance(backbone, Declared):  # what the backbone says it is (suite.models.declaration)
+        return "masked" if "bidirectional" in backbone.capabilities else "next_token"
     one_way = getattr(backbone, "bidirectional", True) is False or bool(getattr(backbone, "causal", False))
     return "next_token" if one_way else "masked"
 
@@ -198,10 +198,10 @@ def pretrain(
         model = TokenModel(classifier, vocabulary(classifier.content)).to(device)
         done = directory / PRETRAINED if directory is not None else None
         if done is not None and done.is_file():
-            saved = torch.load(done, map_location=device, weights_only=False)
-            classifier.load_state_dict(saved["weights"], strict=False)
+            weights, fields = read_pretrained(done, device)
+            classifier.load_state_dict(weights, strict=False)
             log.info("pretrained weights read back from %s", done)
-            return saved["fields"]
+            return fields
         trainer = make_trainer(max_steps=steps, max_epochs=10**6, stop_at=None, patience=0, callbacks=[])
         fit = trainer.fit(model, DenoisingTask(task, chosen, mask_rate, span), device, seed, checkpoint_dir=directory)
         fields = {
@@ -214,7 +214,7 @@ def pretrain(
             "val_token_accuracy": fit.val.get("token_accuracy"),
         }
         if done is not None:
-            atomic_save({"weights": shared_state(classifier), "fields": fields}, done)
+            write_pretrained(shared_state(classifier), fields, done)
         log.info(
             "pretrained (%s) for %d steps: validation token accuracy %.4g",
             chosen,

@@ -43,6 +43,7 @@ class FitState:
     requested_total: int | None = None
     clock: float | None = None  # perf_counter at the start of the running epoch
     loader: Any = None  # the training loader (this rank's shard)
+    precision: Any = None  # the run's suite.runtime.numerics.Choice, resolved once when the fit starts
     epoch_generators: list[Tensor] = field(
         default_factory=list
     )  # the data order's generator states at the epoch's start

@@ -26,6 +26,7 @@ from torch import nn
 
 from suite.runtime import distributed, numerics
 from suite.runtime.device import sync
+from suite.runtime.differences import config_differences
 from suite.runtime.failures import Diverged, Interrupted
 from suite.runtime.moved import current
 from suite.runtime.preemption import StopSignals
@@ -270,6 +271,7 @@ class Trainer:
             planned=total,
             primary=task.primary_metric,
             loader=train,
+            precision=self.choice(device, model),  # once: the model's declared family does not change while it trains
         )
         hooks = Hooks(self.callbacks(task, checkpoint_dir, tracker) + self.injected + list(callbacks))
         saves = Saves(checkpoint_dir, (identity or {}) | {"world_size": world.size})
@@ -358,7 +360,7 @@ class Trainer:
             stop_reason=state.stop_reason or "max_epochs",
             train_seconds=state.train_seconds,
             speed={"train_tokens_per_s": tokens / seconds, "train_items_per_s": items / seconds},
-            **self.choice(state.device, state.model).fields(),
+            **state.precision.fields(),
             planned_steps=state.planned,
             resumed_at=resumed_at,
             world_size=state.world.size,
@@ -385,7 +387,7 @@ class Trainer:
                 state.task,
                 batch,
                 Update(state.optimizer, state.scheduler, self.grad_clip),
-                self.choice(state.device, state.model).precision,
+                state.precision.precision,
                 state.device,
             )
         except Diverged as err:
@@ -549,16 +551,6 @@ def callback_keys(names: Iterable[str]) -> list[tuple[str, int]]:
         out.append((name, seen.get(name, 0)))
         seen[name] = seen.get(name, 0) + 1
     return out
-
-
-def config_differences(saved: Any, current: Any, prefix: str = "") -> list[str]:
-    """The keys where two nested configurations differ, as 'key: saved -> current'."""
-    if isinstance(saved, dict) and isinstance(current, dict):
-        out: list[str] = []
-        for key in sorted(set(saved) | set(current), key=str):
-            out += config_differences(saved.get(key, "<absent>"), current.get(key, "<absent>"), f"{prefix}{key}.")
-        return out
-    return [] if saved == current else [f"{prefix.rstrip('.')}: {saved!r} -> {current!r}"]
 
 
 def resume_identity(cfg: Any) -> dict[str, Any]:

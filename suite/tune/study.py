@@ -12,7 +12,7 @@ from typing import Any
 
 import optuna
 
-from suite.training.trainer import config_differences
+from suite.runtime.differences import config_differences
 
 STUDY_FILE = "study.db"
 STUDY_NAME = "tune"
