@@ -5,13 +5,11 @@ Nothing under ``suite`` knows a domain; domains live in ``tasks``.
 
 from omegaconf import OmegaConf
 
+from suite.runtime.names import command_dir, model_id
 
-def model_id(name: str, attention: str | None = None) -> str:
-    """A model's name in a sweep's directory names: 'transformer', 'transformer-local', 'lstm' (full attention, the
-    default, is not named)."""
-    return name if attention in (None, "full") else f"{name}-{attention}"
-
-
-# ${model_id:${model.name},${oc.select:hydra.runtime.choices.model/attention,null}} in the experiments' sweep subdirs:
-# every attention variant of a sweep gets its own directory.
+# ${model_id:${model.name},${oc.select:hydra.runtime.choices.model/attention,null}} in the sweep subdirs: every
+# attention variant of a sweep gets its own directory.
 OmegaConf.register_new_resolver("model_id", model_id, replace=True)
+# ${command_dir:${hydra.overrides.task}} in conf/config.yaml's hydra.run.dir and hydra.sweep.dir: the same command runs
+# in the same directory, so a killed run or sweep resumes when the command runs again.
+OmegaConf.register_new_resolver("command_dir", command_dir, replace=True)

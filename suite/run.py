@@ -3,10 +3,12 @@
     python -m suite.run task=sentiment model=lstm trainer=quick
     python -m suite.run -m task=sentiment model=transformer,lstm,gru,rnn seed=0,1
 
-The jobs (train, evaluate, speed, gradient_flow) live in ``suite/jobs/``. Every run writes
+The jobs live in ``suite/jobs/``, one module per ``conf/job/<name>.yaml``. Every run writes
 ``result.json`` into its Hydra run directory, whatever happens: a run that fails, diverges or
 runs out of memory is recorded with that status (a ``suite.runtime.failures.RunFailure`` carries its
-own), and a multirun goes on to the next job.
+own), and a multirun goes on to the next job. A run or sweep without ``hydra.run.dir`` / ``hydra.sweep.dir`` writes
+into a directory named by the command's settings, so the same command resumes it (``suite.runtime.names``); every
+point of a sweep gets a directory of its own before any runs (``suite.runtime.sweep_dirs``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from suite.jobs.prepare import model_label, planned_fields
 from suite.runtime import distributed, numerics
 from suite.runtime.device import resolve_device
 from suite.runtime.failures import Interrupted, status_of
+from suite.runtime.names import model_id
 from suite.runtime.preemption import HeldWhileRecording
 from suite.runtime.record import (
     RESULT_FILE,
@@ -42,6 +45,7 @@ from suite.runtime.record import (
     library_versions,
     read_result,
 )
+from suite.runtime.sweep_dirs import SweepCollision
 from suite.runtime.tracking import NullTracker, Tracker
 
 log = logging.getLogger("suite.run")
@@ -82,14 +86,10 @@ def finished(existing: ResultRecord | None, config: dict[str, Any]) -> ResultRec
     return existing if existing is not None and existing.status == "ok" and existing.config == config else None
 
 
-class SweepCollision(RuntimeError):
-    """Two jobs of a sweep resolved to one run directory: the second would overwrite the first's record."""
-
-
 def refuse_collision(existing: ResultRecord | None, run_dir: Path, config: dict[str, Any]) -> None:
     """Raise ``SweepCollision`` when ``existing`` (``run_dir``'s record) is of another config (the same config
     resumes)."""
-    from suite.training.trainer import config_differences
+    from suite.runtime.differences import config_differences
 
     if existing is None or not existing.config or existing.config == config:
         return
@@ -228,7 +228,8 @@ def main(cfg: DictConfig) -> float | None:
     record = execute(cfg, run_dir, multirun, attention=hc.runtime.choices.get("model/attention"))
     if int(os.environ.get("RANK", "0")) != 0:
         return None  # rank 0 reports for the torchrun world
-    print(f"[{record.status}] {record.task}/{record.dataset} {record.model} seed={record.seed}: {summary_line(record)}")
+    name = model_id(record.model, record.attention)  # 'transformer-local': the attention core is part of the model
+    print(f"[{record.status}] {record.task}/{record.dataset} {name} seed={record.seed}: {summary_line(record)}")
     print(f"result: {run_dir / 'result.json'}")
     if record.status not in ("ok", "skipped") and not multirun:
         sys.exit(1)

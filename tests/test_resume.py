@@ -290,3 +290,27 @@ def test_a_stop_signal_saves_records_interrupted_and_the_rerun_finishes(tmp_path
     assert torch.load(tmp_path / "checkpoints" / LAST, weights_only=False)["step"] >= 40
     resumed, _ = finish(tmp_path)
     assert resumed.status == "ok" and resumed.resumed_at >= 40
+
+
+@pytest.mark.slow
+def test_a_sweep_stopped_with_ctrl_c_resumes_in_its_own_directory_when_the_same_command_runs_again(tmp_path):
+    """No hydra.sweep.dir: the default directory comes from the command's settings, so the same command finds it."""
+    command = [sys.executable, "-m", "suite.run", "-m", *CLI[:-1], "trainer.precision=fp32", "seed=0,1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 300
+    while not list(tmp_path.glob("multirun/*/long_range-lstm-s1/checkpoints/last.pt")):  # seed 0 done, seed 1 going
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:]
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    out = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 130 and "Traceback" not in out and "run the same command again" in out, out[-3000:]
+    (sweep,) = tmp_path.glob("multirun/*")
+    first, second = (read_result(sweep / f"long_range-lstm-s{s}" / RESULT_FILE) for s in (0, 1))
+    assert first.status == "ok" and second.status == "interrupted"
+    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "already finished with this config" in again.stdout + again.stderr
+    resumed = read_result(sweep / "long_range-lstm-s1" / RESULT_FILE)
+    assert resumed.status == "ok" and resumed.resumed_at is not None and resumed.resumed_at > 0
+    assert read_result(sweep / "long_range-lstm-s0" / RESULT_FILE).wall_seconds == first.wall_seconds  # not rerun

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf, open_dict
 
 from suite.run import SweepCollision, execute
 from suite.runtime.record import RESULT_FILE, read_result
-from tests.conftest import CONF, compose_config, shrink
+from tests.conftest import CONF, compose_config, need_data, shrink
 
 ROOT = CONF.parent
 WITH_SUBDIR = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml") if "subdir:" in p.read_text())
@@ -115,3 +115,57 @@ def test_the_runner_refuses_to_overwrite_another_configs_record_and_resumes_its_
         first, tmp_path, multirun=True
     )  # the same config: skipped, as a resumed sweep skips what it finished
     assert json.loads((tmp_path / RESULT_FILE).read_text())["wall_seconds"] == again.wall_seconds == record.wall_seconds
+
+
+SMALL_RECALL = ["task=recall", "task.seq_len=16", "task.n_train=32", "task.n_val=16", "task.n_test=16"]
+SHORT = ["model.d_model=16", "trainer.max_steps=2", "trainer.progress=false", "logger=none"]
+
+
+def sweep(directory, *overrides: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "suite.run", "-m", *overrides, *SHORT, f"hydra.sweep.dir={directory}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def kept(directory) -> dict[str, object]:
+    return {p.parent.name: read_result(p) for p in directory.rglob(RESULT_FILE)}
+
+
+def test_a_learning_rate_swept_through_a_named_experiment_keeps_both_points(tmp_path):
+    done = sweep(tmp_path, "experiment=long_range", *SMALL_RECALL, "model=lstm", "trainer.optimizer.lr=0.001,0.0003")
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = kept(tmp_path)
+    assert sorted(records) == [
+        "recall-lstm-L16-s0,trainer.optimizer.lr=0.0003",
+        "recall-lstm-L16-s0,trainer.optimizer.lr=0.001",
+    ]
+    assert {r.config["trainer"]["optimizer"]["lr"] for r in records.values()} == {0.001, 0.0003}
+    assert all(r.status == "ok" for r in records.values())
+
+
+def test_a_dropout_swept_through_the_bench_experiment_keeps_both_points(tmp_path):
+    need_data("dna", "uci_splice_junction")
+    done = sweep(tmp_path, "experiment=bench_tasks", "task=dna", "model=lstm", "model.embed_dropout=0.0,0.2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = kept(tmp_path)
+    assert len(records) == 2 and {r.config["model"]["embed_dropout"] for r in records.values()} == {0.0, 0.2}
+
+
+def test_the_same_point_twice_is_refused_before_any_job_runs(tmp_path):
+    done = sweep(tmp_path, "experiment=long_range", *SMALL_RECALL, "model=lstm", "seed=0,0")
+    assert done.returncode != 0 and "two jobs of this sweep have the same settings" in done.stderr
+    assert not kept(tmp_path)
+
+
+def test_a_point_whose_directory_holds_another_configs_record_is_refused_before_any_job_runs(tmp_path):
+    first = sweep(tmp_path / "a", "experiment=long_range", *SMALL_RECALL, "model=lstm")
+    assert first.returncode == 0, first.stderr[-3000:]
+    (tmp_path / "a" / "recall-lstm-L16-s0").rename(tmp_path / "a" / "recall-gru-L16-s0")  # now in gru's place
+    done = sweep(tmp_path / "a", "experiment=long_range", *SMALL_RECALL, "model=rnn,gru")
+    assert done.returncode != 0 and "holds the record of another configuration" in done.stderr
+    assert "model=gru" in done.stderr and "model.name: 'lstm' -> 'gru'" in done.stderr
+    assert sorted(kept(tmp_path / "a")) == ["recall-gru-L16-s0"]  # the rnn point never ran

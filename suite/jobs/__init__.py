@@ -1,4 +1,5 @@
-"""The jobs a run can do, one module each: train, evaluate, speed, gradient_flow, attention_maps.
+"""The jobs a run can do, one module each, named as its config ``conf/job/<name>.yaml`` (``ls conf/job``: the list is
+not repeated here, so it cannot go stale).
 
 A job is a callable instantiated partially from ``cfg.job`` (``conf/job/<name>.yaml``):
 ``job(cfg=, device=, run_dir=, tracker=) -> dict`` of record fields. Each starts from the one

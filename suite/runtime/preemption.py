@@ -1,6 +1,7 @@
 """Stop signals: a scheduler's warning becomes a saved checkpoint and an 'interrupted' record.
 
-SLURM sends SIGTERM before it pre-empts or kills a job, and the signal asked for with
+Ctrl-C at a terminal (SIGINT) is treated as SIGTERM is. SLURM sends SIGTERM before it pre-empts or kills a job,
+and the signal asked for with
 ``--signal`` before the time limit (submitit asks for SIGUSR2 unless
 ``SUBMITIT_PREEMPT_SIGNAL`` says otherwise); SIGUSR1 is the conventional manual one. While
 training, these only set a flag: the loop finishes its step, writes ``last.pt`` and raises
@@ -21,9 +22,9 @@ log = logging.getLogger("suite.training.trainer")
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
-    """SIGTERM, SIGUSR1 and submitit's pre-emption signal (SIGUSR2 by default)."""
+    """SIGTERM, SIGINT (Ctrl-C at a terminal), SIGUSR1 and submitit's pre-emption signal (SIGUSR2 by default)."""
     submitit = getattr(signal, f"SIG{os.environ.get('SUBMITIT_PREEMPT_SIGNAL', 'USR2')}", signal.SIGUSR2)
-    return tuple(dict.fromkeys((signal.SIGTERM, signal.SIGUSR1, submitit)))
+    return tuple(dict.fromkeys((signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, submitit)))
 
 
 def install(handler: Callable[[int, FrameType | None], None]) -> dict[int, Any]:
@@ -37,6 +38,13 @@ def install(handler: Callable[[int, FrameType | None], None]) -> dict[int, Any]:
 def restore(previous: dict[int, Any]) -> None:
     for sig, handler in previous.items():
         signal.signal(sig, handler)
+
+
+def ctrl_c_exit() -> None:
+    """End the process after Ctrl-C with one line, not a KeyboardInterrupt traceback: the run is saved and recorded (a
+    sweep stops there)."""
+    print("interrupted (Ctrl-C): last.pt and the record are saved; run the same command again to resume", flush=True)
+    raise SystemExit(130)
 
 
 class StopSignals:
@@ -60,8 +68,11 @@ class StopSignals:
 
     def forward(self) -> None:
         """Call the handler the received signal had before (e.g. submitit's checkpoint-and-requeue), if it was a
-        function."""
+        function. Ctrl-C ends the process (a sweep stops there) with one line instead of a traceback: the run is
+        saved and recorded, and the same command resumes it."""
         handler = self.previous.get(self.received) if self.received is not None else None
+        if self.received == signal.SIGINT and handler is signal.default_int_handler:
+            ctrl_c_exit()
         if callable(handler):
             handler(self.received, None)
 
@@ -88,6 +99,8 @@ class HeldWhileRecording:
 
     def _deliver(self, signum: int, frame: FrameType | None) -> None:
         handler = self.previous.get(signum, signal.SIG_DFL)
+        if signum == signal.SIGINT and handler is signal.default_int_handler and self.holding:
+            ctrl_c_exit()  # held until the record was written: the run is saved
         if callable(handler):
             handler(signum, frame)
         elif handler == signal.SIG_DFL:  # the default action (termination) needs the default handler back
