@@ -452,7 +452,7 @@ def test_a_new_task_needs_no_name_in_the_report(tmp_path):
 
 
 def test_speed_points_that_differ_in_a_hidden_setting_are_labelled_by_it():
-    from suite.report.build import speed_rows
+    from suite.report.core_sections import speed_rows
 
     def rec(features, length):
         return ResultRecord(
@@ -506,3 +506,23 @@ def test_headline_bolds_no_winner_within_noise_or_without_per_example_outputs(tm
     assert untested["transformer"] == "0.720" and untested["difference (95 % CI)"] == (
         "not tested: no per-example test outputs"
     )
+
+
+def test_compare_pairs_runs_by_what_they_are_and_names_the_settings_and_both_figures_that_differ(tmp_path, capsys):
+    from suite.report.compare import main as compare_main
+
+    def rec(root, name, steps, acc, model="lstm"):
+        config = {"trainer": {"max_steps": steps, "progress": root == "a"}, "data_dir": root}
+        ResultRecord(
+            status="ok", task="sentiment", dataset="sst2", model=model, seed=0, metrics={"accuracy": acc}, config=config
+        ).write(tmp_path / root / name)
+
+    rec("a", "1-sentiment-lstm-s0", 30, 0.61), rec("a", "0-sentiment-gru-s0", 30, 0.7, model="gru")
+    rec("b", "2-sentiment-lstm-s0", 300, 0.78), rec("b", "0-sentiment-gru-s0", 30, 0.7, model="gru")
+    assert compare_main([str(tmp_path / "a"), str(tmp_path / "b")]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "1-sentiment-lstm-s0 ~ 2-sentiment-lstm-s0: ok/ok, metrics DIFFERENT (A accuracy 0.61 / B accuracy 0.78)" in out
+    )
+    assert "settings differ: trainer.max_steps: 30 -> 300" in out and "missing" not in out
+    assert "0-sentiment-gru-s0: ok/ok, metrics same (accuracy 0.7)" in out  # progress and data_dir compute nothing

@@ -2,10 +2,11 @@
 
     python -m suite.compare runs/bench-quick /tmp/clone/runs/bench-quick
 
-Pairs the records of two benchmark directories by their path below each root, then prints, for
-every pair, whether the test metrics are identical (they should be: seeded, fixed steps) and the
-ratio of each throughput (B over A). Exits 1 when a metric differs or a pair's status differs;
-a pair whose precision or CPU kind differs (``machine``) is never called the same, and its
+Pairs the records of two benchmark directories by what each run is (task, dataset, model and attention core, seed,
+length, job), not by folder name, and names the settings in which a pair's configurations differ; then prints, for
+every pair, whether the test metrics are identical (they should be: seeded, fixed steps; both runs' figures are
+shown where they are not) and the ratio of each throughput (B over A). Exits 1 when a metric, a pair's status or
+its settings differ; a pair whose precision or CPU kind differs (``machine``) is never called the same, and its
 throughput ratio is labelled as such and left out of the range;
 throughput is reported, never judged: speed varies with the machine, and a benchmark prints it.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from suite.runtime.differences import config_differences
 from suite.runtime.record import RESULT_FILE, ResultRecord, read_result
 
 THROUGHPUT = ("train_tokens_per_s", "infer_tokens_per_s")
@@ -22,14 +24,43 @@ THROUGHPUT = ("train_tokens_per_s", "infer_tokens_per_s")
 
 Pairs = list[tuple[str, ResultRecord, ResultRecord | None]]
 
+# Settings that do not change what a run computes: two runs that differ only here are the same run.
+NOT_COMPUTED = ("data_dir", "logger", "group", "trainer.progress", "trainer.log_every", "trainer.checkpoint_every_s")
+
+
+def identity(r: ResultRecord) -> tuple:
+    """What a run is, whatever its folder is called: task, dataset, model and core, seed, length, job."""
+    return (r.task, r.dataset, r.model, r.attention or "", r.seed, r.seq_len, r.job)
+
+
+def config_gaps(a: ResultRecord, b: ResultRecord) -> list[str]:
+    """The settings in which two runs' configurations differ ('trainer.max_steps: 30 -> 300'), those that change
+    nothing computed left out."""
+    return [d for d in config_differences(a.config, b.config) if not d.split(":")[0].startswith(NOT_COMPUTED)]
+
+
+def records(root: Path) -> dict[str, ResultRecord]:
+    """Relative run directory -> record, for every record under ``root``."""
+    return {str(p.parent.relative_to(root)): read_result(p) for p in sorted(root.rglob(RESULT_FILE))}
+
 
 def paired(a: Path, b: Path) -> Pairs:
-    """(relative run directory, record under a, record under b or None) for every record under a."""
-    out = []
-    for path in sorted(a.rglob(RESULT_FILE)):
-        rel = path.parent.relative_to(a)
-        other = b / rel / RESULT_FILE
-        out.append((str(rel), read_result(path), read_result(other) if other.exists() else None))
+    """(A's run directory, record under a, its partner under b or None) for every record under a.
+
+    Runs pair by what they are (``identity``), not by folder name (a sweep's job number or a renamed sweep changes
+    the name, not the run): among B's runs of the same identity, the one in the same relative folder, else the one
+    whose configuration differs least. Each B run pairs once.
+    """
+    left, right = records(a), records(b)
+    unused = dict(right)
+    out: Pairs = []
+    for rel, ra in left.items():
+        same = [k for k, rb in unused.items() if identity(rb) == identity(ra)]
+        if not same:
+            out.append((rel, ra, None))
+            continue
+        best = rel if rel in same else min(same, key=lambda k: (len(config_gaps(ra, unused[k])), k))
+        out.append((rel if best == rel else f"{rel} ~ {best}", ra, unused.pop(best)))
     return out
 
 
@@ -60,6 +91,10 @@ def test_metrics(r: ResultRecord) -> dict[str, float]:
     return {k: v for k, v in r.metrics.items() if not k.startswith("val_")}
 
 
+def figures(r: ResultRecord) -> str:
+    return ", ".join(f"{k} {v:.4g}" for k, v in sorted(test_metrics(r).items()) if k != "loss")
+
+
 def compare(pairs: Pairs) -> tuple[list[str], int]:
     """Lines to print and the number of pairs whose metrics or status differ."""
     lines, mismatches = [], 0
@@ -70,7 +105,8 @@ def compare(pairs: Pairs) -> tuple[list[str], int]:
             continue
         same_status = ra.status == rb.status
         same_metrics = test_metrics(ra) == test_metrics(rb)
-        differs = setting_differences(ra, rb)
+        gaps = config_gaps(ra, rb)
+        differs = setting_differences(ra, rb) + ([f"settings differ: {'; '.join(gaps[:4])}"] if gaps else [])
         ratios = [
             f"{key.split('_')[0]} {rb.speed[key] / ra.speed[key]:.2f}x"
             for key in THROUGHPUT
@@ -81,7 +117,7 @@ def compare(pairs: Pairs) -> tuple[list[str], int]:
         load = f"; others' CPU share A {loads[0]:.2f} / B {loads[1]:.2f}" if None not in loads else ""
         verdict = "same" if same_status and same_metrics and not differs else "DIFFERENT"
         mismatches += verdict != "same"
-        shown = ", ".join(f"{k} {v:.4g}" for k, v in sorted(test_metrics(ra).items()) if k != "loss")
+        shown = figures(ra) if same_metrics else f"A {figures(ra)} / B {figures(rb)}"
         speed = f"throughput B/A ({', '.join(differs)}: not a reproduction)" if differs else "throughput B/A"
         lines.append(
             f"{rel}: {ra.status}/{rb.status}, metrics {verdict}"
