@@ -24,6 +24,7 @@ DATA_OF = {
     "translation": ("translation", "multi30k"),
     "summarization": ("summarization", "aeslc"),
     "language_model": ("summarization", "bbc_news_summary"),
+    "text": ("sentiment", "sst2"),
 }
 # Every dataset config of the image and sequence tasks: (task, override, data it reads or None).
 DATASETS = [
@@ -33,6 +34,7 @@ DATASETS = [
     ("image", "task.dataset=fashion_mnist", ("image", "FashionMNIST")),
     ("protein", "task/data=amp_scanner_v2", ("protein", "amp_scanner_v2")),
     ("dna", "task/data=uci_splice_junction", ("dna", "uci_splice_junction")),
+    ("text", "task/data=sst2_plain", ("sentiment", "sst2")),
 ]
 METRIC_RANGE = {
     "accuracy": (0.0, 1.0),
