@@ -73,7 +73,7 @@ define bench_attention_recall
 	$(PAR) $(RUN) -m $(BENCH_RECALL) model/attention=$(BENCH_RECALL_OTHERS)
 endef
 
-.PHONY: help install data fashion-mnist pathfinder bench-lra test test-slow lint docs precision-check bench bench-tuned bench-pretrained bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf figures gpu-check clean
+.PHONY: help install snapshot data fashion-mnist pathfinder bench-lra test test-slow lint docs precision-check bench bench-tuned bench-pretrained bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf figures gpu-check clean
 
 help: ## List the commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -103,6 +103,9 @@ test: data lint docs ## Run the tests (fast set; a few minutes), after the lint 
 lint: install ## ruff: lint and format check (line length 120; `ruff format .` applies the format)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+snapshot: install ## Rewrite tests/data/composed_configs.json after an intended change of an existing config (a new config needs none)
+	$(PYTHON) tests/test_composed_configs.py --write
 
 docs: install ## The documentation site from docs/ into site/ (MkDocs + Material; --strict: a broken link or a missing included report fails)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet

@@ -2,7 +2,9 @@
 experiment, composes to the config recorded in ``tests/data/composed_configs.json``.
 
 The file holds a digest of each composed, resolved config (``_target_`` paths as they are now:
-``suite.runtime.moved``). After an intended change of a config, rewrite it and commit it with the change:
+``suite.runtime.moved``). A combination it does not hold yet (a new model, task or experiment config) is
+not compared: adding a config needs no edit here. After an intended change of an existing config, rewrite the
+file and commit it with the change (``make snapshot`` runs):
 
     .venv/bin/python tests/test_composed_configs.py --write
 """
@@ -58,21 +60,16 @@ def snapshot(conf: Path = CONF) -> dict[str, str]:
 
 
 def check(recorded: dict[str, str], now: dict[str, str]) -> None:
+    """Every combination recorded and still there composes as recorded (new ones have nothing to compare)."""
     changed = sorted(k for k in recorded.keys() & now.keys() if recorded[k] != now[k])
     assert not changed, (
         f"{len(changed)} composed configs changed, e.g. {changed[:5]} (an intended change: --write, see the docstring)"
-    )
-    assert recorded.keys() >= now.keys(), (
-        f"added {sorted(now.keys() - recorded.keys())[:5]}, gone {sorted(recorded.keys() - now.keys())[:5]} (--write)"
     )
 
 
 @pytest.mark.slow  # ~400 compositions, ~75 s
 def test_every_composed_config_is_unchanged():
     recorded, now = json.loads(SNAPSHOT.read_text()), snapshot()
-    assert recorded.keys() == now.keys(), (
-        f"added {sorted(now.keys() - recorded.keys())[:5]}, gone {sorted(recorded.keys() - now.keys())[:5]} (--write)"
-    )
     check(recorded, now)
 
 
