@@ -12,18 +12,16 @@ from omegaconf import DictConfig
 from suite.jobs.prepare import prepare
 from suite.jobs.train import kept_predictions, written_artifacts
 from suite.runtime.tracking import Tracker
+from suite.training.checkpoint import read_weights
 from suite.types import EvaluationVariant, Task
 
 
 def load_weights(model: torch.nn.Module, checkpoint: str | Path, device: torch.device) -> None:
     """Load a training run's ``checkpoints/best.pt`` into ``model``, or say why it cannot be."""
     path = Path(checkpoint)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no checkpoint at {path}: a training run writes its best weights to <run dir>/checkpoints/best.pt"
-        )
+    weights = read_weights(path, device)
     try:
-        model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
+        model.load_state_dict(weights)
     except RuntimeError as err:
         raise ValueError(
             f"checkpoint {path} does not fit this model: compose it with the task, model and vocabulary overrides "

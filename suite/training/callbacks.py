@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
-from suite.runtime.files import atomic_save
 from suite.runtime.tracking import Tracker
+from suite.training.checkpoint import BEST, write_weights
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -82,7 +82,7 @@ class BestCheckpoint(Callback):
             self.score, self.val, self.epoch = score, state.val, state.epoch
             self.weights = copy.deepcopy(state.model.state_dict())
             if self.directory is not None and state.world.main:
-                atomic_save(self.weights, self.directory / "best.pt")
+                write_weights(self.weights, self.directory / BEST)
 
     def on_fit_end(self, state: FitState) -> None:
         if self.weights is not None:

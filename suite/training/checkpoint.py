@@ -1,7 +1,15 @@
-"""What a resumed run needs besides its weights: random states (python, numpy, torch, CUDA) and the loaders' generators.
+"""The checkpoint files of a run, all in one place: what each holds, how it is written and read.
 
-Every state is kept as tensors, numbers, strings and tuples, so ``last.pt`` loads with
-``torch.load(..., weights_only=True)``: resuming never unpickles code, whatever file it is given.
+- ``best.pt`` (``BEST``): the model's ``state_dict`` at its best validation score, what ``job=evaluate``,
+  ``job=compress`` and the other jobs that take ``job.checkpoint`` load (``write_weights`` / ``read_weights``);
+- ``last.pt`` (``LAST``): what a killed run continues from (``LAST_FIELDS``: weights, optimizer, schedule, counters,
+  data position, every rank's random states, the callbacks' states; ``write_last`` / ``read_last``);
+- ``pretrained.pt`` (``PRETRAINED``): the weights and record fields of a finished self-pretraining
+  (``write_pretrained`` / ``read_pretrained``).
+
+Every file is written atomically (a crash leaves the old file whole) and holds tensors, numbers, strings and tuples
+only, so each loads with ``torch.load(..., weights_only=True)``: reading a checkpoint never unpickles code, whatever
+file it is given.
 """
 
 from __future__ import annotations
@@ -17,13 +25,68 @@ import torch
 
 from suite.runtime.files import atomic_save
 
+BEST = "best.pt"  # <run dir>/checkpoints/best.pt: the best validation weights
 LAST = "last.pt"  # <run dir>/checkpoints/last.pt: what a re-run continues from
+PRETRAINED = "pretrained.pt"  # <run dir>/pretrain/pretrained.pt: the embedding and backbone after pretraining
 FORMAT = 2  # 2: random states as tensors and plain values, so the file loads with weights_only=True
+LAST_FIELDS = (
+    "identity",  # the settings it must be resumed with (task, model, seed, trainer; a difference is refused)
+    "model",  # state_dict
+    "optimizer",  # state_dict
+    "scheduler",  # state_dict
+    "total",  # the steps the schedule plans for
+    "planned",  # the steps planned before any budget cut
+    "step",
+    "epoch",
+    "train_seconds",
+    "tokens",  # real tokens trained on so far (throughput)
+    "items",
+    "stop_reason",
+    "position",  # {'epoch', 'batch', 'generators'}: where in the data to continue
+    "rng",  # every rank's random states (rng_state)
+    "callbacks",  # [{'type', 'state'}] in the order they run
+)
+"""What ``last.pt`` holds besides its ``format``: the trainer writes exactly these (``write_last`` checks)."""
 
 
 def write_last(path: Path, fields: dict[str, Any]) -> Path:
-    """Write a ``last.pt`` (the trainer's fields: weights, optimizer, schedule, counters, random states), atomically."""
+    """Write a ``last.pt`` (exactly ``LAST_FIELDS``: weights, optimizer, schedule, counters, random states),
+    atomically."""
+    if tuple(fields) != LAST_FIELDS:
+        raise ValueError(f"a {LAST} holds {LAST_FIELDS}, in that order; got {tuple(fields)}")
     return atomic_save({"format": FORMAT, **fields}, path)
+
+
+def write_weights(weights: dict[str, Any], path: Path) -> Path:
+    """A model's ``state_dict`` (``best.pt``), atomically."""
+    return atomic_save(weights, path)
+
+
+def read_weights(path: Path, device: torch.device) -> dict[str, Any]:
+    """A ``best.pt`` written by ``write_weights`` (tensors only), or a ``FileNotFoundError`` naming the path and what
+    writes it."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(
+            f"no checkpoint at {path}: a training run writes its best weights to <run dir>/checkpoints/{BEST}"
+        )
+    return torch.load(path, map_location=device, weights_only=True)
+
+
+def write_pretrained(weights: dict[str, Any], fields: dict[str, Any], path: Path) -> Path:
+    """The weights a self-pretraining changed and its record fields (``pretrained.pt``), atomically."""
+    return atomic_save({"format": FORMAT, "weights": weights, "fields": fields}, path)
+
+
+def read_pretrained(path: Path, device: torch.device) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(weights, record fields) of a ``pretrained.pt``; a ``ValueError`` for a file of an older format (pretrain
+    again: remove it)."""
+    try:
+        saved = torch.load(path, map_location=device, weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise ValueError(f"{path} holds more than tensors and plain values; remove it to pretrain again") from err
+    if not isinstance(saved, dict) or saved.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a {PRETRAINED} of this suite's format {FORMAT}; remove it to pretrain again")
+    return saved["weights"], saved["fields"]
 
 
 def read_last(path: Path, device: torch.device) -> dict[str, Any]:
