@@ -1,6 +1,6 @@
 """The language-model figures and table, drawn from run directories (nothing typed by hand).
 
-    python -m suite.report.lm_tables multirun/language_model multirun/context_use multirun/generation_cost --out
+    python -m tasks.language_model_report multirun/language_model multirun/context_use multirun/generation_cost --out
     results/lm
 
 - ``lm.md`` / ``lm.csv``: every language-model training run (one row per run): parameters,
@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from suite.report import formatting as fmt  # noqa: E402
 from suite.report.plots import model_order, save  # noqa: E402
+from suite.report.section import Section, register  # noqa: E402
 from suite.report.significance import Outputs, pooled_difference, run_outputs  # noqa: E402
 from suite.report.tables import write_table  # noqa: E402
 from suite.runtime.record import ResultRecord, find_results, trainer_name  # noqa: E402
@@ -177,6 +178,22 @@ def main(argv: list[str] | None = None) -> int:
     for path in [args.out / "lm.md"] * bool(rows) + written:
         print(f"wrote {path}")
     return 0
+
+
+register(
+    Section(
+        title="language models",
+        table="lm",
+        order=75,
+        rows=lambda records, outputs: lm_rows(records, outputs),
+        figures={"context_use": context_use, "generation_cost": generation_cost},
+        intro=(
+            "One row per language model scored on test: perplexity per token and bits per byte (comparable across"
+            " tokenizers), the steps and training time it had, and, where its context curve was measured "
+            "(job=context_use), the context beyond which its perplexity stops improving by 1 %."
+        ),
+    )
+)
 
 
 if __name__ == "__main__":

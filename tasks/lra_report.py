@@ -30,6 +30,7 @@ from suite.report import formatting as fmt
 from suite.report.efficiency import short, variant
 from suite.report.plots import family
 from suite.report.run_settings import variant_labels
+from suite.report.section import Section, register
 from suite.report.significance import ALPHA, Difference, Outputs, seed_interval
 from suite.report.verdict import OutputsOf, above_prior, judged
 from suite.runtime.record import ResultRecord, trainer_name
@@ -340,3 +341,62 @@ def prior_text(differences: dict[str, Difference | None]) -> str:
         return f"all {len(names)}"
     listed = f": {', '.join(above)}" if len(above) <= len(below) else f"; not: {', '.join(below)}"
     return f"{len(above)} of {len(names)}{listed}"
+
+
+HELD = (
+    "A row per column of the table above: its best row against the runner-up, paired by seed and test "
+    "example (the difference's 95 % paired bootstrap interval and permutation p-value; a winner only "
+    "where the interval excludes zero and p < 0.05, '≈' otherwise), and the rows whose accuracy is above "
+    "the guess of the test set's commonest class, tested the same way with the column's p-values held to "
+    "a 5 % false discovery rate (Benjamini-Hochberg)."
+)
+register(
+    Section(
+        title="lra",
+        table="lra",
+        order=40,
+        rows=lambda records, outputs: lra_rows(records, BENCHMARK, outputs),
+        intro=(
+            "An LRA of our own (experiment=lra): test accuracy % of every attention variant, one model size and "
+            "one step budget, a column per task and length (Text: BBC News bytes; Image: Fashion-MNIST pixels; "
+            "Recall: the key at the end, beyond every window; chance 12.5%). Under a variant LRA measured, its "
+            "published Table 1 figures (Tay et al. 2021: other data, lengths, models and budgets) stand where a "
+            "task corresponds: a reference, not a like-for-like comparison."
+        ),
+    )
+)
+register(
+    Section(
+        title="lra: which differences hold",
+        table="lra_verdicts",
+        order=41,
+        rows=lambda records, outputs: lra_verdicts(records, BENCHMARK, outputs),
+        intro=HELD,
+    )
+)
+register(
+    Section(
+        title="lra at cpu scale",
+        table="lra_cpu",
+        order=42,
+        rows=lambda records, outputs: lra_rows(records, CPU_BENCHMARK, outputs),
+        intro=(
+            "The LRA at CPU scale (experiment=lra_cpu, make bench-lra): test accuracy % of every attention "
+            "variant and every recurrent model on ListOps, BBC News bytes, Fashion-MNIST pixels and "
+            "Pathfinder-32, lengths up to 1K, one width, depth and step budget for all (the mean over seeds and "
+            "its 95 % interval; a failed run shows its status). Chance in the first row; training tokens/s at 1K "
+            "from the training runs themselves (the mean over the row's 1K runs and their range: two jobs at a "
+            "time on one thread each, so a run's rate depends on the job beside it). LRA's published Table 1 row "
+            "stands under each model it measured: other data, lengths, widths and budgets."
+        ),
+    )
+)
+register(
+    Section(
+        title="lra at cpu scale: which differences hold",
+        table="lra_cpu_verdicts",
+        order=43,
+        rows=lambda records, outputs: lra_verdicts(records, CPU_BENCHMARK, outputs),
+        intro=HELD,
+    )
+)

@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from suite.report.plots import draw_lines, model_order, plt, save
+from suite.report.section import Section, register
 from suite.runtime.record import ResultRecord
 
 Setting = tuple[int, int]  # (length, pairs)
@@ -110,3 +111,18 @@ def mqar_vs_width(records: list[ResultRecord], out: Path) -> Path | None:
     )
     fig.suptitle("multi-query associative recall against width", fontsize=11)
     return save(fig, out)
+
+
+register(
+    Section(
+        title="associative recall (mqar)",
+        table="mqar",
+        order=80,
+        printed=False,
+        rows=lambda records, outputs: mqar_rows(records),
+        figures={"mqar_vs_width": mqar_vs_width},
+        claims=is_mqar,  # drawn against width, not in the report's accuracy against length
+        intro="Multi-query associative recall (task=mqar): test accuracy over the queries at each model width, a row "
+        "a model and setting (length, pairs), chance beside it; a run that did not finish shows its status.",
+    )
+)

@@ -131,7 +131,7 @@ def test_the_report_writes_the_table_beside_the_speed_table(tmp_path):
 
 # --- the LRA-style accuracy table --------------------------------------------------------------
 
-from suite.report.lra_table import PUBLISHED, lra_rows  # noqa: E402
+from tasks.lra_report import PUBLISHED, lra_rows  # noqa: E402
 
 TRAIN_JOB = {"_target_": "suite.jobs.train.train_job"}
 LRA_TASKS = {

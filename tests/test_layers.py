@@ -95,3 +95,51 @@ def test_the_check_sees_upward_lazy_and_sibling_imports(tmp_path):
     wrong = upward_imports(root)
     assert len(wrong) == 2 and "runtime/a.py:4" in wrong[0] and "suite.jobs.speed" in wrong[0]
     assert "training/b.py:1" in wrong[1] and "suite.report.plots" in wrong[1]  # a sibling on rank 4
+
+
+def task_names() -> set[str]:
+    """Every task's config name and its ``name:`` (what a record's ``task`` holds)."""
+    conf = SUITE.parent / "conf" / "task"
+    names = {p.stem for p in conf.glob("*.yaml")}
+    for p in conf.glob("*.yaml"):
+        names |= {line.split(":", 1)[1].strip() for line in p.read_text().splitlines() if line.startswith("name:")}
+    return names
+
+
+def string_constants(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, value) of every string constant that is not a docstring."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def test_suite_names_no_task():
+    """``suite/`` knows no domain: no code compares with a task's name or imports a task module; a task's own tables
+    and figures live beside it in ``tasks/`` (``suite.report.section``)."""
+    names, found = task_names(), []
+    assert {"mqar", "sentiment", "language_model"} <= names
+    for path in sorted(SUITE.rglob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        found += [
+            f"{path.relative_to(SUITE)}:{line}: {value!r}" for line, value in string_constants(tree) if value in names
+        ]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tasks":
+                found.append(f"{path.relative_to(SUITE)}:{node.lineno}: imports {node.module}")
+            elif isinstance(node, ast.Import):
+                found += [
+                    f"{path.relative_to(SUITE)}:{node.lineno}: imports {a.name}"
+                    for a in node.names
+                    if a.name.split(".")[0] == "tasks"
+                ]
+    assert not found, "suite/ names a task:\n" + "\n".join(found)

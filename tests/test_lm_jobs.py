@@ -63,7 +63,7 @@ def test_generation_cost_job_measures_time_and_state(tmp_path):
 
 
 def test_lm_report_draws_the_figures(tmp_path, bbc_dir):
-    from suite.report.lm_tables import main
+    from tasks.language_model_report import main
 
     run(tmp_path / "runs" / "ctx", bbc_dir, "model=lstm", "job=context_use", "job.contexts=[2,4]", "job.n_targets=6")
     execute(
@@ -106,8 +106,8 @@ def test_saturation_is_where_the_curve_comes_within_tolerance_of_its_best():
 def test_lm_runs_keep_per_document_losses_and_the_table_pairs_them(tmp_path, bbc_dir):
     """Each training run writes its test documents' summed losses (they add up to its record's loss); the table gives
     every model of a setting its bits per byte against the best one's, paired by document."""
-    from suite.report.lm_tables import main
     from suite.runtime.predictions import read_predictions
+    from tasks.language_model_report import main
 
     records = {m: run(tmp_path / "runs" / m, bbc_dir, f"model={m}") for m in ("transformer", "lstm")}
     for m, record in records.items():

@@ -4,9 +4,9 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from suite.report.lra_table import CPU_BENCHMARK, lra_rows
 from suite.report.run_settings import flatten, is_setting
 from suite.run import execute
+from tasks.lra_report import CPU_BENCHMARK, lra_rows
 from tests.conftest import compose_config
 
 TASKS = ("listops", "text", "image", "pathfinder")

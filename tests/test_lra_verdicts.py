@@ -1,14 +1,14 @@
 """Which differences of the LRA table hold: best against runner-up and each row against the commonest-class guess,
-paired by seed and test example (suite.report.verdict, suite.report.lra_table.lra_verdicts), on synthetic runs."""
+paired by seed and test example (suite.report.verdict, tasks.lra_report.lra_verdicts), on synthetic runs."""
 
 import numpy as np
 import pytest
 
 from suite.report.build import main as report_main
-from suite.report.lra_table import PRIOR_COLUMN, VERDICT_COLUMN, lra_verdicts, prior_text
 from suite.report.significance import Difference, Outputs
 from suite.report.verdict import above_prior, judged, prior_guess
 from suite.runtime.predictions import write_predictions
+from tasks.lra_report import PRIOR_COLUMN, VERDICT_COLUMN, lra_verdicts, prior_text
 from tests.test_attention_tables import lra_cpu_run
 
 N = 200

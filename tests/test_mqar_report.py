@@ -1,11 +1,11 @@
-"""The associative-recall report (suite/report/mqar.py), from synthetic records: a row a model and setting, a cell a
+"""The associative-recall report (tasks/mqar_report.py), from synthetic records: a row a model and setting, a cell a
 width, failures by status, chance from the vocabulary; the figure, a panel a setting."""
 
 from __future__ import annotations
 
 from suite.report.build import main as report_main
-from suite.report.mqar import mqar_rows, mqar_vs_width
 from suite.runtime.record import ResultRecord
+from tasks.mqar_report import mqar_rows, mqar_vs_width
 
 
 def run(

@@ -39,6 +39,9 @@ def require(data_dir: str | Path | None, *relative: str, provider: str = "make d
     return path
 
 
+FASHION_MNIST_RAW = Path("image/FashionMNIST/raw")  # where torchvision's FashionMNIST looks, under the data directory
+
+
 def prepare(source: Path, target: Path, fashion_mnist: Path = FASHION_MNIST_SYSTEM) -> list[str]:
     """Link each dataset folder of ``source`` (the shared copy) into ``target``; add Fashion-MNIST.
 
@@ -53,7 +56,7 @@ def prepare(source: Path, target: Path, fashion_mnist: Path = FASHION_MNIST_SYST
             if not link.exists():
                 link.symlink_to(dataset.resolve())
                 done.append(f"linked {link} -> {dataset.resolve()}")
-    fm_raw = target / "image" / "FashionMNIST" / "raw"
+    fm_raw = target / FASHION_MNIST_RAW
     if fashion_mnist.is_dir() and not fm_raw.exists():
         fm_raw.mkdir(parents=True)
         for f in sorted(fashion_mnist.glob("*-ubyte.gz")):
@@ -73,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in prepare(args.source, args.target):
         print(line)
     print(f"data directory ready: {args.target}")
-    if not (args.target / "image" / "FashionMNIST" / "raw").exists():
+    if not (args.target / FASHION_MNIST_RAW).exists():
         print(f"note: Fashion-MNIST missing ({FASHION_MNIST_SYSTEM}); `apt-get install -y dataset-fashion-mnist` provides it")
     return 0
 

@@ -20,19 +20,15 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from suite.report import formatting as fmt
 from suite.report.compare import cpu_kind
-from suite.report.efficiency import efficiency_rows
-from suite.report.lm_tables import context_use, generation_cost, lm_rows
-from suite.report.lra_table import CPU_BENCHMARK, lra_rows, lra_verdicts
-from suite.report.mqar import mqar_rows, mqar_vs_width
-from suite.report.plots import FIGURES, family, is_compression, is_speed, method_label, model_order, model_size, primary
+from suite.report.plots import FIGURES, family, model_order, primary
 from suite.report.run_settings import variant_labels
+from suite.report.section import discover
 from suite.report.sections import write_sections
 from suite.report.significance import Outputs, run_outputs, seed_interval
-from suite.report.tables import markdown, write_table
+from suite.report.tables import drop_empty_columns, markdown, write_table
 from suite.report.verdict import OutputsOf, judged
 from suite.runtime.paths import PROJECT_ROOT
 from suite.runtime.record import ResultRecord, find_results, trainer_name
@@ -113,7 +109,8 @@ def experiments(records: list[ResultRecord]) -> list[Experiment]:
             kinds
         ):  # runs of several attention variants are named by the variant, not by every setting its config holds
             members = [r for r in runs if (r.attention or "") == kind]
-            prefix = f"{kind} attention" if len(kinds) > 1 and kind else ""
+            # named where runs of several cores meet, and always for a core other than full attention
+            prefix = f"{kind} attention" if kind and (len(kinds) > 1 or kind != "full") else ""
             for r, label in zip(members, variant_labels([r.config for r in members])):
                 groups[(*key, ", ".join(part for part in (prefix, label) if part))].append(r)
     order = model_order(records)
@@ -156,11 +153,6 @@ def seeds_ci(e: Experiment) -> str:
     p = primary(e.ok[0]) if e.ok else None
     interval = seed_interval(e.values(p[0])) if p else None
     return f"{p[0]} [{fmt.metric(interval[0])}, {fmt.metric(interval[1])}]" if interval else ""
-
-
-def drop_empty_columns(rows: list[dict[str, str]], keep: tuple[str, ...] = ()) -> list[dict[str, str]]:
-    filled = [c for c in (rows[0] if rows else {}) if c in keep or any(r[c] for r in rows)]
-    return [{c: r[c] for c in filled} for r in rows]
 
 
 def detail_tables(exps: list[Experiment]) -> dict[str, list[dict[str, str]]]:
@@ -250,136 +242,6 @@ def csv_rows(exps: list[Experiment]) -> list[dict[str, object]]:
     return rows
 
 
-def speed_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
-    """One row per speed point (task x model x length x precision), failed points included with their status.
-
-    The task column shows only when the points span several tasks, the generation columns
-    only when a point generated (a translation or summarization model).
-    """
-    runs = [r for r in records if is_speed(r)]
-    rows = []
-    order = model_order(runs)
-    point = lambda r: (r.task, order(r.model), model_size(r), r.attention or "", r.precision or "", r.seq_len or 0)  # noqa: E731
-    label = point_labels(runs, point)
-    for r in sorted(runs, key=lambda r: (*point(r), label[id(r)])):
-        s = r.speed
-        get = lambda key, show=fmt.rate, scale=1.0: show(s[key] * scale) if key in s else ""  # noqa: E731
-        rows.append(
-            {
-                "task": r.task,
-                "model": r.model,
-                "size": model_size(r),
-                "attention": r.attention or "",
-                "precision": r.precision or "fp32",
-                "length": str(r.seq_len or ""),
-                "batch": get("batch_size"),
-                "status": r.status,
-                "params": fmt.rate(r.params) if r.params else "",
-                "train tok/s": get("train_tokens_per_s"),
-                "infer tok/s": get("infer_tokens_per_s"),
-                "train step ms (IQR)": f"{s['train_step_ms']:.3g} ({s['train_step_iqr_ms']:.2g})"
-                if "train_step_ms" in s
-                else "",
-                "latency ms/seq": get("latency_ms", lambda v: f"{v:.3g}"),
-                "peak MiB train": get("peak_mem_train_bytes", lambda v: f"{v:.3g}", 2**-20),
-                "peak MiB infer": get("peak_mem_infer_bytes", lambda v: f"{v:.3g}", 2**-20),
-                "GFLOP/step": get("flops_train_step", lambda v: f"{v:.3g}", 1e-9),
-                "MFU": get("mfu_train", lambda v: f"{v:.1%}"),
-                "peak GFLOP/s": get("machine_peak_flops", lambda v: f"{v:.0f}", 1e-9),
-                "generate tok/s": get("generate_tokens_per_s"),
-                "uncached tok/s": get("generate_uncached_tokens_per_s"),
-                "cache speed-up": get("generate_cache_speedup", lambda v: f"{v:.2f}x"),
-                "threads": threads_of(r),
-                "variant": label[id(r)],
-                "note": (r.error or "")[:120],
-            }
-        )
-    generation = ("generate tok/s", "uncached tok/s", "cache speed-up")
-    kept = drop_empty_columns(rows, keep=tuple(c for c in (rows[0] if rows else {}) if c not in generation))
-    return kept if len({r.task for r in runs}) > 1 else [{c: v for c, v in row.items() if c != "task"} for row in kept]
-
-
-def point_labels(runs: list[ResultRecord], point: Callable[[ResultRecord], tuple]) -> dict[int, str]:
-    """id(run) -> the settings that set it apart from the other runs of its speed point ('' where none do).
-
-    Runs of one point that differ in a setting the columns do not show (``model.attention.n_features``)
-    would otherwise be rows no reader can tell apart.
-    """
-    points: dict[tuple, list[ResultRecord]] = defaultdict(list)
-    for r in runs:
-        points[point(r)].append(r)
-    return {
-        id(r): label
-        for members in points.values()
-        for r, label in zip(members, variant_labels([r.config for r in members]))
-    }
-
-
-def compression_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
-    """One row per compressed model: its test metric beside the uncompressed weights', size, weights and speed as ratios
-    to them (measured in the same job)."""
-    rows = []
-    for r in sorted(
-        (r for r in records if is_compression(r)),
-        key=lambda r: (r.task, r.dataset, r.model, model_size(r), r.compression.get("checkpoint", ""), method_label(r)),
-    ):
-        c, (metric, value) = r.compression, primary(r) or ("", float("nan"))
-        ratio = lambda key: f"{c[key]:.2f}x" if key in c else ""  # noqa: E731
-        bf16 = c.get("reference_bf16_autocast_throughput_items_per_s")
-        rows.append(
-            {
-                "task": r.task,
-                "dataset": r.dataset,
-                "model": r.model,
-                "size": model_size(r),
-                "method": method_label(r),
-                "metric": metric,
-                "compressed": fmt.metric(value),
-                "uncompressed": fmt.metric(c["reference_metrics"].get(metric, float("nan"))),
-                "delta": f"{c.get('primary_delta', float('nan')):+.3f}",
-                "MB": f"{c['bytes'] / 1e6:.3g}",
-                "smaller": ratio("size_ratio"),
-                "Linear smaller": ratio("linear_size_ratio"),
-                "weights": fmt.rate(c["weights"]),
-                "non-zero": fmt.rate(c["nonzero_weights"]),
-                "bits/weight": f"{c['bits_per_weight']:.1f}",
-                "latency ms": f"{c['latency_ms']:.3g}",
-                "latency speed-up": ratio("latency_speedup"),
-                f"items/s (batch {round(c['throughput_items_per_s'] * c['batch_ms'] / 1e3)})": fmt.rate(
-                    c["throughput_items_per_s"]
-                ),
-                "throughput speed-up": ratio("throughput_speedup"),
-                "bf16 autocast (uncompressed)": f"{bf16 / c['reference_throughput_items_per_s']:.2f}x" if bf16 else "",
-                "generate tok/s": fmt.rate(c["generate_tokens_per_s"]) if "generate_tokens_per_s" in c else "",
-                "generate speed-up": ratio("generate_speedup"),
-                "fine-tune steps": str(c.get("fine_tune_steps", "")),
-                "threads": str(c.get("threads", "")),
-            }
-        )
-    return drop_empty_columns(rows, keep=("task", "model", "method"))
-
-
-def threads_of(r: ResultRecord) -> str:
-    """The CPU threads a run used, from its device description ('cpu:<name> x2 threads'); '' on a GPU."""
-    found = re.search(r"x(\d+) threads", r.device or "")
-    return found.group(1) if found else ""
-
-
-def gradient_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
-    """Relative input-gradient norm at a few distances from the output."""
-    rows = []
-    for r in sorted(
-        (r for r in records if "grad_norm_relative_by_distance" in r.curves), key=lambda r: (r.model, r.seq_len or 0)
-    ):
-        curve = r.curves["grad_norm_relative_by_distance"]
-        row = {"model": r.model, "seq_len": str(r.seq_len)}
-        for d in (1, 4, 16, 64, 256, len(curve) - 1):
-            if d < len(curve):
-                row[f"d={d}"] = f"{curve[d]:.2e}"
-        rows.append(row)
-    return rows
-
-
 def html_cell(value: str) -> str:
     """Escaped, with markdown's **bold** kept as bold."""
     return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(value))
@@ -393,61 +255,28 @@ def html_table(rows: list[dict[str, str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-HELD = (
-    "A row per column of the table above: its best row against the runner-up, paired by seed and test example "
-    "(the difference's 95 % paired bootstrap interval and permutation p-value; a winner only where the interval "
-    "excludes zero and p < 0.05, '≈' otherwise), and the rows whose accuracy is above the guess of the test set's "
-    "commonest class, tested the same way with the column's p-values held to a 5 % false discovery rate "
-    "(Benjamini-Hochberg)."
+GLANCE = (
+    "Each model's primary test metric (mean ± std over seeds) and the attention model's training "
+    "throughput over the recurrent one's in the same runs. The best is in bold only where it beats the "
+    "runner-up by more than chance: the difference of the two on the same test examples (pooled over the "
+    "seeds both ran) with its 95 % paired bootstrap interval and a paired permutation test's p-value "
+    "(suite.report.significance); '≈' where the interval holds zero or p is 0.05 or more. Untuned: each "
+    "model at its configured settings, one budget."
 )
-INTRO = {
-    "results at a glance": "Each model's primary test metric (mean ± std over seeds) and the attention model's "
-    "training throughput over the recurrent one's in the same runs. The best is in bold only where it beats the "
-    "runner-up by more than chance: the difference of the two on the same test examples (pooled over the seeds "
-    "both ran) with its 95 % paired bootstrap interval and a paired permutation test's p-value "
-    "(suite.report.significance); '≈' where the interval holds zero or p is 0.05 or more. Untuned: each model at its "
-    "configured settings, one budget.",
-    "speed": "One row per point: real (non-pad) tokens per second, the median of timed calls (IQR beside the step "
-    "time), peak memory per call, FLOPs from torch's counter, MFU against the matmul peak of the point's precision.",
-    "gradient flow": "The norm of the loss gradient at distance d from the output, relative "
-    "to distance 0, at initialisation.",
-    "attention speed": "LRA Table 2's form: training tokens/s and peak training memory of each model relative "
-    "to full attention (the fused SDPA kernel) at the same length; full attention's row holds its own figures. "
-    "Crossover: the shortest measured length from which on the variant trains faster than SDPA (≤: already "
-    "at the shortest measured). Then its own tokens/s at the longest length over the shortest, and its "
-    "memory at 16K over 4K (4x: linear).",
-    "lra": "An LRA of our own (experiment=lra): test accuracy % of every attention variant, one model size and "
-    "one step budget, a column per task and length (Text: BBC News bytes; Image: Fashion-MNIST pixels; Recall: "
-    "the key at the end, beyond every window; chance 12.5%). Under a variant LRA measured, its published "
-    "Table 1 figures (Tay et al. 2021: other data, lengths, models and budgets) stand where a task corresponds: "
-    "a reference, not a like-for-like comparison.",
-    "lra at cpu scale": "The LRA at CPU scale (experiment=lra_cpu, make bench-lra): test accuracy % of every "
-    "attention variant and every recurrent model on ListOps, BBC News bytes, Fashion-MNIST pixels and "
-    "Pathfinder-32, lengths up to 1K, one width, depth and step budget for all (the mean over seeds and its "
-    "95 % interval; a failed run shows its status). Chance in the first row; training tokens/s at 1K from the "
-    "training runs themselves (the mean over the row's 1K runs and their range: two jobs at a time on one thread "
-    "each, so a run's rate depends on the job beside it). LRA's published "
-    "Table 1 row stands under each model it measured: other data, lengths, widths and budgets.",
-    "lra at cpu scale: which differences hold": HELD,
-    "lra: which differences hold": HELD,
-    "compression": "One row per compressed model (job=compress): its test metric beside the uncompressed "
-    "weights', the artefact's size, and latency (batch 1) and throughput as ratios to the uncompressed model "
-    "timed interleaved in the same job.",
-    "language models": "One row per language model scored on test: perplexity per token and bits per byte "
-    "(comparable across tokenizers), the steps and training time it had, and, where its context curve was measured "
-    "(job=context_use), the context beyond which its perplexity stops improving by 1 %.",
-}
+"""The paragraph above the headline table."""
 
 
 def results_markdown(headline: list[dict[str, str]], details: dict[str, list[dict[str, str]]]) -> str:
     """The headline table, then one detail table per task, with the note on cut runs where one is."""
-    parts = [f"## Results at a glance\n\n{INTRO['results at a glance']}\n\n" + markdown(headline)]
+    parts = [f"## Results at a glance\n\n{GLANCE}\n\n" + markdown(headline)]
     parts += [f"## {task}\n\n" + markdown(rows) for task, rows in details.items()]
     text = "\n".join(parts)
     return text + (f"\n{CUT_NOTE}\n" if CUT in text else "")
 
 
-def index_html(name: str, sections: dict[str, list[dict[str, str]]], figures: list[Path], machine: str) -> str:
+def index_html(
+    name: str, sections: dict[str, list[dict[str, str]]], figures: list[Path], machine: str, intros: dict[str, str]
+) -> str:
     parts = [
         f"<!doctype html><meta charset='utf-8'><title>{html.escape(name)}</title>",
         "<style>body{font-family:sans-serif;max-width:1400px;margin:auto;line-height:1.4}table{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
@@ -457,7 +286,7 @@ def index_html(name: str, sections: dict[str, list[dict[str, str]]], figures: li
     ]
     for title, rows in sections.items():
         if rows:
-            intro = f"<p class='note'>{html.escape(INTRO[title])}</p>" if title in INTRO else ""
+            intro = f"<p class='note'>{html.escape(intros[title])}</p>" if intros.get(title) else ""
             parts.append(f"<h2>{html.escape(title)}</h2>{intro}{html_table(rows)}")
     if any(CUT in v for rows in sections.values() for r in rows for v in r.values()):
         parts.append(f"<p class='note'>{html.escape(CUT_NOTE)}</p>")
@@ -469,43 +298,24 @@ def index_html(name: str, sections: dict[str, list[dict[str, str]]], figures: li
 def build_report(
     records: list[ResultRecord], out_dir: Path, name: str, outputs: OutputsOf = no_outputs
 ) -> dict[str, list[dict[str, str]]]:
-    """Write every table, figure and the index page for ``records`` into ``out_dir``; returns the sections shown."""
+    """Write every table, figure and the index page for ``records`` into ``out_dir``; returns the sections shown.
+
+    The headline and the per-task tables first (``results.md``), then every registered section
+    (``suite.report.section``: the suite's own and each task's) that has rows, in its order.
+    """
+    registered = discover()
     # Failed runs too (their rows say so), and weights scored again on test by job=evaluate.
     trained = [r for r in records if r.job == "train" or (r.job == "evaluate" and scored_on_test(r))]
     exps = experiments(trained)
     headline, details = headline_rows(exps, outputs), detail_tables(exps)
-    speed, gradients, efficiency, lra, lra_cpu = (
-        speed_rows(records),
-        gradient_rows(records),
-        efficiency_rows(records),
-        lra_rows(records, outputs=outputs),
-        lra_rows(records, CPU_BENCHMARK, outputs),
-    )
-    lra_held, lra_cpu_held = lra_verdicts(records, outputs=outputs), lra_verdicts(records, CPU_BENCHMARK, outputs)
-    compression, lm, mqar = compression_rows(records), lm_rows(records, outputs), mqar_rows(records)
     if exps:
         write_table(csv_rows(exps), out_dir, "results", md=results_markdown(headline, details))
         write_sections(out_dir)
-    for table, rows in (
-        ("speed", speed),
-        ("gradient_flow", gradients),
-        ("attention_speed", efficiency),
-        ("lra", lra),
-        ("lra_cpu", lra_cpu),
-        ("lra_verdicts", lra_held),
-        ("lra_cpu_verdicts", lra_cpu_held),
-        ("compression", compression),
-        ("lm", lm),
-        ("mqar", mqar),
-    ):
-        if rows:
-            write_table(rows, out_dir, table)
-    drawers = {
-        **FIGURES,
-        "context_use": context_use,
-        "generation_cost": generation_cost,
-        "mqar_vs_width": mqar_vs_width,
-    }
+    shown = {section.title: section.rows(records, outputs) for section in registered}
+    for section in registered:
+        if shown[section.title]:
+            write_table(shown[section.title], out_dir, section.table)
+    drawers = {**FIGURES, **{fig: draw for section in registered for fig, draw in section.figures.items()}}
     figures = [path for fig, draw in drawers.items() if (path := draw(records, out_dir / f"{fig}.png")) is not None]
     devices = sorted(
         {f"{r.device} ({cpu_kind(r)})" if r.device.startswith("cpu") else r.device for r in records if r.device}
@@ -519,21 +329,9 @@ def build_report(
         f"{', '.join(precisions) or 'fp32 (not recorded)'}; commit: {', '.join(commits) or 'not recorded'}"
     )
     (out_dir / "machine.txt").write_text(machine + "\n")
-    sections = {
-        "results at a glance": headline,
-        **details,
-        "speed": speed,
-        "attention speed": efficiency,
-        "lra": lra,
-        "lra at cpu scale": lra_cpu,
-        "lra at cpu scale: which differences hold": lra_cpu_held,
-        "lra: which differences hold": lra_held,
-        "gradient flow": gradients,
-        "compression": compression,
-        "language models": lm,
-        "associative recall (mqar)": mqar,
-    }
-    (out_dir / "index.html").write_text(index_html(name, sections, figures, machine))
+    sections = {"results at a glance": headline, **details, **shown}
+    intros = {"results at a glance": GLANCE} | {s.title: s.intro for s in registered}
+    (out_dir / "index.html").write_text(index_html(name, sections, figures, machine, intros))
     return sections
 
 
@@ -576,18 +374,9 @@ def main(argv: list[str] | None = None) -> int:
     read = functools.cache(run_outputs)  # the headline, the LRA table and its verdicts all read a run's outputs
     tables = build_report([r for _, r in found], out_dir, args.name, lambda r: read(directory[id(r)]))
     print(markdown(tables["results at a glance"]))
-    for title in (
-        "speed",
-        "attention speed",
-        "lra",
-        "lra: which differences hold",
-        "lra at cpu scale",
-        "lra at cpu scale: which differences hold",
-        "compression",
-        "language models",
-    ):
-        if tables[title]:
-            print(markdown(tables[title]))
+    for section in discover():
+        if section.printed and tables[section.title]:
+            print(markdown(tables[section.title]))
     if args.wandb:
         log_to_wandb(out_dir, args.name, tables)
     print(f"wrote {out_dir}/ (index.html, tables, figures) from {len(found)} runs")

@@ -16,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
+from suite.report.section import claimed  # noqa: E402
 from suite.runtime.record import ResultRecord, trainer_name  # noqa: E402
 
 FAMILIES = (
@@ -61,11 +62,12 @@ def primary(r: ResultRecord) -> tuple[str, float] | None:
 
 
 def length_studies(records: list[ResultRecord]) -> set[tuple[str, str]]:
-    """The (task, dataset) pairs trained at more than one length: their accuracy is plotted against length (MQAR
-    aside: it is drawn against width)."""
+    """The (task, dataset) pairs trained at more than one length: their accuracy is plotted against length (runs a
+    report section claims for a figure of its own aside, e.g. a task drawn against width: ``Section.claims``)."""
     lengths: dict[tuple[str, str], set[int]] = defaultdict(set)
+    theirs = claimed(records)
     for r in records:
-        if is_training(r) and r.seq_len and r.task != "mqar":  # MQAR's figure is against width (suite.report.mqar)
+        if is_training(r) and r.seq_len and id(r) not in theirs:
             lengths[(r.task, r.dataset)].add(r.seq_len)
     return {pair for pair, seen in lengths.items() if len(seen) > 1}
 
@@ -77,11 +79,15 @@ def model_size(r: ResultRecord) -> str:
     return f"d{width}x{depth}" if width and depth else ""
 
 
+def attention_variant(r: ResultRecord) -> str:
+    return f"{r.attention} attention" if r.attention else ""
+
+
 # What tells two runs of one model apart in a plot: task, width x depth, attention kernel, precision, trainer profile.
 VARIANTS: tuple[Callable[[ResultRecord], str], ...] = (
     lambda r: r.task,  # a speed point of a translation model is no point of the classifier's sweep
     model_size,
-    lambda r: f"{r.attention} attention" if r.attention else "",
+    lambda r: attention_variant(r),
     lambda r: r.precision or "fp32",  # records from before the setting ran fp32
     lambda r: f"({trainer_name(r)})",
 )
@@ -104,6 +110,8 @@ def series_by_model(
         v = value(r)
         if v is not None and r.seq_len:
             parts = [variant(r) for seen, variant in zip(variants[r.model], VARIANTS) if len(seen) > 1]
+            if r.attention not in (None, "full") and attention_variant(r) not in parts:
+                parts.append(attention_variant(r))  # a core other than full attention is named even when alone
             out[" ".join([r.model, *parts])][r.seq_len].append(v)
     return out
 

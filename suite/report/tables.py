@@ -23,3 +23,9 @@ def write_table(rows: list[dict[str, object]], out_dir: Path, name: str, md: str
         writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["task"])
         writer.writeheader()
         writer.writerows(rows)
+
+
+def drop_empty_columns(rows: list[dict[str, str]], keep: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    """The rows without the columns that are empty in every row (``keep``: columns kept even when empty)."""
+    filled = [c for c in (rows[0] if rows else {}) if c in keep or any(r[c] for r in rows)]
+    return [{c: r[c] for c in filled} for r in rows]
