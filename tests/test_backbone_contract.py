@@ -203,3 +203,27 @@ def test_a_target_that_cannot_be_imported_names_the_module_and_the_config_file(t
     with pytest.raises(ImportError, match=r"module 'suite.models.rnn' has no 'Nope'; given on the command line"):
         importable({"_target_": "suite.models.rnn.Nope"}, "model.backbone", conf)
     importable({"_target_": "suite.models.rnn.RecurrentEncoder"}, "model.backbone", conf)  # importable: nothing raised
+
+
+class UserBackbone(nn.Module):
+    """A backbone from outside the suite: a causal depthwise convolution that declares nothing."""
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.conv = nn.Conv1d(d_model, d_model, 3, groups=d_model)
+
+    def forward(self, x, pad_mask=None):
+        return self.conv(nn.functional.pad(x.transpose(1, 2), (2, 0))).transpose(1, 2)
+
+
+def test_a_backbone_from_outside_the_suite_trains_under_auto_in_fp32_recorded_as_undeclared(tmp_path):
+    from suite.run import execute
+
+    cfg = shrink(compose_config("task=long_range", "model=mingru", "task.seq_len=16", "trainer.precision=auto"))
+    with open_dict(cfg):
+        cfg.model.backbone = {"_target_": f"{__name__}.UserBackbone", "d_model": cfg.model.d_model}
+    record = execute(cfg, tmp_path)
+    assert record.status == "ok", record.error
+    assert record.precision == "fp32" and "undeclared family" in record.precision_reason
+    assert record.declaration["family"] == "undeclared family" and record.declaration["backbone"] == "UserBackbone"

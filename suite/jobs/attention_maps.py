@@ -3,7 +3,7 @@
 A sentiment classifier: its self-attention per layer over the sentence's tokens ([CLS] first).
 A translation model: its encoder's and decoder's self-attention and the cross-attention between
 its greedy output and the source (the alignment). The task says what its example looks like
-(``suite.types.ShowsAttention``); ``suite.report.attention_maps`` captures and draws.
+(``suite.types.ShowsAttention``); ``suite.report.captured_attention`` captures and draws.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 from suite.jobs.evaluate import load_weights
 from suite.jobs.prepare import prepare
 from suite.models.transformer import MultiHeadAttention
-from suite.report.attention_maps import draw, read
+from suite.report.captured_attention import draw, read
 from suite.runtime.tracking import Tracker
 from suite.types import ShowsAttention
 

@@ -24,13 +24,12 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from suite.compress.footprint import bits_per_weight, count_weights, file_bytes, linear_bytes, serialized_bytes
 from suite.compress.method import Context, Method
-from suite.compress.timing import compare_speed, output_difference
+from suite.compress.side_by_side import compare_speed, output_difference
 from suite.jobs.evaluate import load_weights
-from suite.jobs.prepare import model_label, model_on, prepare
+from suite.jobs.prepare import model_label, model_on, prepare, resume_identity
 from suite.jobs.train import kept_predictions
 from suite.measure.harness import first_batch
 from suite.runtime.tracking import Tracker
-from suite.training.trainer import resume_identity
 
 log = logging.getLogger("suite.jobs")
 STUDENT = "student"  # a method's model config node (distillation): built as if it were the run's ``model``

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from suite.jobs.trained import trained_model
+from suite.jobs.checkpoint_or_train import trained_model
 from suite.runtime import numerics
 from suite.runtime.tracking import Tracker
 

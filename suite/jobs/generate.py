@@ -22,7 +22,7 @@ import torch
 from omegaconf import DictConfig
 
 from suite.generation.sampling import Sampling, cut_at, fit_to_context, generate
-from suite.jobs.trained import trained_model
+from suite.jobs.checkpoint_or_train import trained_model
 from suite.runtime.device import sync
 from suite.runtime.tracking import Tracker
 from suite.types import LanguageTask

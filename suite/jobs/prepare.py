@@ -8,12 +8,13 @@ from typing import Any
 
 import torch
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from suite.models.classifier import count_parameters
 from suite.models.declaration import declare
 from suite.runtime.compose import importable
+from suite.training.trainer import RESUME_MAY_CHANGE
 from suite.types import Task
 
 log = logging.getLogger("suite.jobs")
@@ -92,3 +93,15 @@ def planned_fields(task_cfg: DictConfig) -> dict[str, Any]:
         return {"dataset": str(task.dataset), "seq_len": task.seq_len()}
     except Exception:  # noqa: BLE001 - the record already holds the run's own error
         return {}
+
+
+def resume_identity(cfg: Any) -> dict[str, Any]:
+    """What a ``last.pt`` must match to be resumed: the task, model, seed and the trainer settings that change the
+    computation."""
+    trainer = {k: v for k, v in OmegaConf.to_container(cfg.trainer, resolve=True).items() if k not in RESUME_MAY_CHANGE}
+    return {
+        "task": OmegaConf.to_container(cfg.task, resolve=True),
+        "model": OmegaConf.to_container(cfg.model, resolve=True),
+        "seed": cfg.seed,
+        "trainer": trainer,
+    }

@@ -9,11 +9,10 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
-from suite.jobs.prepare import Prepared, prepare
+from suite.jobs.prepare import Prepared, prepare, resume_identity
 from suite.runtime import distributed
 from suite.runtime.predictions import write_predictions
 from suite.runtime.tracking import Tracker
-from suite.training.trainer import resume_identity
 from suite.types import KeepsPredictions, Task, WritesArtifacts
 
 

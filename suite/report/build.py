@@ -26,8 +26,8 @@ from suite.report.compare import cpu_kind
 from suite.report.plots import FIGURES, family, model_order, primary
 from suite.report.run_settings import variant_labels
 from suite.report.section import discover
-from suite.report.sections import write_sections
 from suite.report.significance import Outputs, run_outputs, seed_interval
+from suite.report.split_results import write_sections
 from suite.report.tables import drop_empty_columns, markdown, write_table
 from suite.report.verdict import OutputsOf, judged
 from suite.runtime.paths import PROJECT_ROOT

@@ -17,6 +17,7 @@ matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 from suite.report.section import claimed  # noqa: E402
+from suite.runtime.names import model_id  # noqa: E402
 from suite.runtime.record import ResultRecord, trainer_name  # noqa: E402
 
 FAMILIES = (
@@ -37,7 +38,7 @@ def family(r: ResultRecord) -> str:
 
 def model_order(records: list[ResultRecord]) -> Callable[[str], tuple[int, str]]:
     """A sort key for model labels (a label may carry the size after the name): family, then name."""
-    rank = {r.model: FAMILIES.index(family(r)) for r in records}
+    rank = {name: FAMILIES.index(family(r)) for r in records for name in (r.model, model_id(r.model, r.attention))}
     return lambda label: (rank.get(label.split(" ")[0], len(FAMILIES)), label)
 
 
@@ -265,7 +266,7 @@ def domain_bars(records: list[ResultRecord], out: Path) -> Path | None:
         key, value = primary(r)
         label = f"{r.task}: {r.dataset}\n{trainer_name(r)}"  # profiles are never averaged together
         metric_of[label] = key
-        groups[label][r.model].append(value)
+        groups[label][model_id(r.model, r.attention)].append(value)  # a core other than full attention: its own bar
     labels = sorted(groups)
     order = model_order(runs)
     colours = {m: f"C{i}" for i, m in enumerate(sorted({m for g in groups.values() for m in g}, key=order))}

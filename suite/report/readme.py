@@ -16,7 +16,7 @@ import argparse
 import re
 from pathlib import Path
 
-from suite.report.sections import split
+from suite.report.split_results import split
 from suite.runtime.paths import PROJECT_ROOT
 
 README = PROJECT_ROOT / "README.md"

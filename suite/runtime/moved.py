@@ -12,7 +12,7 @@ from typing import Any
 # suite.measure, suite.report and suite.compare are left out: those names are packages or modules again,
 # so a path under them is a current one.
 MOVED: dict[str, str] = {
-    "suite.attention_maps": "suite.report.attention_maps",
+    "suite.attention_maps": "suite.report.captured_attention",
     "suite.attention_patterns": "suite.report.attention_patterns",
     "suite.callbacks": "suite.training.callbacks",
     "suite.checkpoint": "suite.training.checkpoint",

@@ -553,20 +553,6 @@ def callback_keys(names: Iterable[str]) -> list[tuple[str, int]]:
     return out
 
 
-def resume_identity(cfg: Any) -> dict[str, Any]:
-    """What a ``last.pt`` must match to be resumed: the task, model, seed and the trainer settings that change the
-    computation."""
-    from omegaconf import OmegaConf
-
-    trainer = {k: v for k, v in OmegaConf.to_container(cfg.trainer, resolve=True).items() if k not in RESUME_MAY_CHANGE}
-    return {
-        "task": OmegaConf.to_container(cfg.task, resolve=True),
-        "model": OmegaConf.to_container(cfg.model, resolve=True),
-        "seed": cfg.seed,
-        "trainer": trainer,
-    }
-
-
 class _Counted:
     """Wraps batches: moves each to the device and counts real tokens and items for throughput."""
 

@@ -1,6 +1,6 @@
 """A report's ``results.md`` split into its sections, one file each, for a docs page to include the one it discusses.
 
-    python -m suite.report.sections results/quick results/precision   # a report written before the split
+    python -m suite.report.split_results results/quick results/precision   # a report written before the split
 
 ``results/<name>/sections/<slug>.md`` holds the text under the heading ``## <Title>`` of ``results.md``, the heading
 left out: a page that included the whole file would take its headings (``## dna`` ... ``## translation``) into its

@@ -1,8 +1,8 @@
-"""suite.report.sections: a report's results.md, one file a section, for pages to include without its headings."""
+"""suite.report.split_results: a report's results.md, one file a section, for pages to include without its headings."""
 
 import pytest
 
-from suite.report.sections import main, split, write_sections
+from suite.report.split_results import main, split, write_sections
 
 
 def test_each_section_is_its_own_file_without_its_heading(tmp_path):
