@@ -169,3 +169,15 @@ def test_a_point_whose_directory_holds_another_configs_record_is_refused_before_
     assert done.returncode != 0 and "holds the record of another configuration" in done.stderr
     assert "model=gru" in done.stderr and "model.name: 'lstm' -> 'gru'" in done.stderr
     assert sorted(kept(tmp_path / "a")) == ["recall-gru-L16-s0"]  # the rnn point never ran
+
+
+def test_points_sharing_a_name_get_the_settings_that_tell_them_apart_and_the_name_survives_hydras_parser():
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from suite.runtime.sweep_dirs import quoted, told_apart
+
+    jobs = [{"model": "lstm", "model/attention": "full", "lr": "0.1"}, {"model": "lstm", "model/attention": "local"}]
+    assert told_apart("x-s0", jobs) == ["x-s0,model.attention=full,lr=0.1", "x-s0,model.attention=local,lr="]
+    for name in ("recall-lstm-L16-s0,trainer.optimizer.lr=0.001", "it's [a] {b}=c,d"):
+        (parsed,) = OverridesParser.create().parse_overrides([f"hydra.sweep.subdir={quoted(name)}"])
+        assert parsed.value() == name

@@ -111,9 +111,10 @@ class Choice:
 
 
 def device_kind(device: torch.device) -> str:
-    """The policy's name for ``device``: 'cuda', or a CPU's bf16 unit ('amx', 'avx512_bf16', 'none')."""
+    """The policy's name for ``device``: 'cuda' (or 'cuda without bf16'), or a CPU's bf16 unit ('amx', 'avx512_bf16',
+    'none')."""
     if device.type == "cuda":
-        return policy.CUDA if fast_bf16(device) else policy.NO_BF16_UNIT
+        return policy.CUDA if fast_bf16(device) else policy.CUDA_NO_BF16
     return cpu_bf16_kind() or policy.NO_BF16_UNIT
 
 

@@ -24,7 +24,7 @@ FAMILIES = (ATTENTION, RECURRENT_CELLS, SCAN, CONVOLUTION)
 UNDECLARED = "undeclared family"
 
 # Device kinds: a CPU's bf16 unit (suite.runtime.numerics.cpu_bf16_kind) or CUDA.
-AMX, AVX512_BF16, NO_BF16_UNIT, CUDA = "amx", "avx512_bf16", "none", "cuda"
+AMX, AVX512_BF16, NO_BF16_UNIT, CUDA, CUDA_NO_BF16 = "amx", "avx512_bf16", "none", "cuda", "cuda without bf16"
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ POLICY: dict[tuple[str, str], Rule] = {
     **{(NO_BF16_UNIT, f): Rule("fp32", _NO_UNIT) for f in FAMILIES},
     # Not measured per family by this suite: a bf16-capable CUDA device runs every declared family in bf16.
     **{(CUDA, f): Rule("bf16", None) for f in FAMILIES},
+    **{(CUDA_NO_BF16, f): Rule("fp32", "this CUDA device has no native bf16 (torch emulates it)") for f in FAMILIES},
 }
 
 

@@ -27,7 +27,7 @@ class SweepCollision(RuntimeError):
 
 def quoted(value: str) -> str:
     """``value`` as a quoted Hydra override value (a directory name with commas, '=' or brackets stays one string)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return "'" + value.replace("'", "\\'") + "'"
 
 
 def settings(job: Sequence[str]) -> dict[str, str]:
