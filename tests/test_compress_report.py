@@ -1,8 +1,8 @@
 """The report's compression table and its two frontier figures, from records a compress job writes."""
 
 from suite.report.build import build_report
-from suite.report.core_sections import compression_rows
 from suite.report.plots import accuracy_vs_latency, accuracy_vs_size, method_label
+from suite.report.sections.compression import compression_rows
 from suite.runtime.record import ResultRecord
 
 

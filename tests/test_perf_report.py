@@ -452,7 +452,7 @@ def test_a_new_task_needs_no_name_in_the_report(tmp_path):
 
 
 def test_speed_points_that_differ_in_a_hidden_setting_are_labelled_by_it():
-    from suite.report.core_sections import speed_rows
+    from suite.report.sections.speed import speed_rows
 
     def rec(features, length):
         return ResultRecord(

@@ -2,9 +2,9 @@
 
 A section says which runs it reads, how it turns them into rows, the table file it writes, the paragraph that
 introduces it and the figures it draws. ``python -m suite.report`` writes every registered section that has rows, in
-``order``. The suite's own sections (speed, attention speed, gradient flow, compression) register in
-``suite/report/core_sections.py``; a task's own analysis registers from a ``*_report.py`` module beside the task in
-``tasks/`` (``discover`` imports them), so ``suite/`` names no task::
+``order``. The suite's own sections (speed, attention speed, gradient flow, compression) are the modules of
+``suite/report/sections/``, one each; a task's own analysis registers from a ``*_report.py`` module beside the task
+in ``tasks/`` (``discover`` imports them), so ``suite/`` names no task::
 
     register(Section(
         title="associative recall (mqar)", table="mqar", order=80,
@@ -56,8 +56,9 @@ class Section:
 SECTIONS: dict[str, Section] = {}
 """Every registered section by title (``register``)."""
 
-PACKAGES = ("suite.report.core_sections", "tasks")
-"""Where sections register: the suite's own module, and every ``*_report`` module of the ``tasks`` package tree."""
+PACKAGES = {"suite.report.sections": "", "tasks": "_report"}
+"""Where sections register: package -> the ending of the module names that do (every module of the suite's own
+package; the ``*_report`` modules of the ``tasks`` tree)."""
 
 
 def register(section: Section) -> Section:
@@ -69,14 +70,13 @@ def register(section: Section) -> Section:
     return section
 
 
-def discover(packages: tuple[str, ...] = PACKAGES) -> list[Section]:
-    """Import every module that registers sections, then the registered sections in order."""
-    for name in packages:
+def discover(packages: Mapping[str, str] = PACKAGES) -> list[Section]:
+    """Import every module that registers sections (at any depth of each package), then the sections in order."""
+    for name, ending in packages.items():
         module = importlib.import_module(name)
-        if hasattr(module, "__path__"):  # a package: its *_report modules, at any depth
-            for info in pkgutil.walk_packages(module.__path__, prefix=f"{name}."):
-                if info.name.rpartition(".")[2].endswith("_report"):
-                    importlib.import_module(info.name)
+        for info in pkgutil.walk_packages(module.__path__, prefix=f"{name}."):
+            if not info.ispkg and info.name.rpartition(".")[2].endswith(ending):
+                importlib.import_module(info.name)
     return sorted(SECTIONS.values(), key=lambda s: (s.order, s.title))
 
 
