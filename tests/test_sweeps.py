@@ -147,6 +147,7 @@ def test_a_learning_rate_swept_through_a_named_experiment_keeps_both_points(tmp_
     assert all(r.status == "ok" for r in records.values())
 
 
+@pytest.mark.slow  # two training runs through a subprocess; the learning-rate sweep above keeps the fast set's check
 def test_a_dropout_swept_through_the_bench_experiment_keeps_both_points(tmp_path):
     need_data("dna", "uci_splice_junction")
     done = sweep(tmp_path, "experiment=bench_tasks", "task=dna", "model=lstm", "model.embed_dropout=0.0,0.2")
@@ -161,6 +162,7 @@ def test_the_same_point_twice_is_refused_before_any_job_runs(tmp_path):
     assert not kept(tmp_path)
 
 
+@pytest.mark.slow  # a sweep run twice through a subprocess
 def test_a_point_whose_directory_holds_another_configs_record_is_refused_before_any_job_runs(tmp_path):
     first = sweep(tmp_path / "a", "experiment=long_range", *SMALL_RECALL, "model=lstm")
     assert first.returncode == 0, first.stderr[-3000:]
