@@ -183,3 +183,15 @@ def test_points_sharing_a_name_get_the_settings_that_tell_them_apart_and_the_nam
     for name in ("recall-lstm-L16-s0,trainer.optimizer.lr=0.001", "it's [a] {b}=c,d"):
         (parsed,) = OverridesParser.create().parse_overrides([f"hydra.sweep.subdir={quoted(name)}"])
         assert parsed.value() == name
+
+
+@pytest.mark.parametrize(
+    "overrides, sweeper",
+    [
+        ([], "hydra_plugins.suite_sweep.every_point.EveryPointSweeper"),
+        (["experiment=long_range"], "hydra_plugins.suite_sweep.every_point.EveryPointSweeper"),
+        (["experiment=tune", "task=dna", "model=lstm"], "hydra_plugins.suite_tune.tune_sweeper.TuneSweeper"),
+    ],
+)
+def test_every_sweep_keeps_every_point_by_default_and_the_tuning_study_keeps_its_own_sweeper(overrides, sweeper):
+    assert resolved("hydra.sweeper._target_", *overrides) == sweeper

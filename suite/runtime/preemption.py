@@ -71,7 +71,7 @@ class StopSignals:
         function. Ctrl-C ends the process (a sweep stops there) with one line instead of a traceback: the run is
         saved and recorded, and the same command resumes it."""
         handler = self.previous.get(self.received) if self.received is not None else None
-        if self.received == signal.SIGINT and handler is signal.default_int_handler:
+        if self.received == signal.SIGINT:  # whatever was there before (a background job starts with it ignored)
             ctrl_c_exit()
         if callable(handler):
             handler(self.received, None)
@@ -99,7 +99,7 @@ class HeldWhileRecording:
 
     def _deliver(self, signum: int, frame: FrameType | None) -> None:
         handler = self.previous.get(signum, signal.SIG_DFL)
-        if signum == signal.SIGINT and handler is signal.default_int_handler and self.holding:
+        if signum == signal.SIGINT and self.holding:
             ctrl_c_exit()  # held until the record was written: the run is saved
         if callable(handler):
             handler(signum, frame)
