@@ -11,8 +11,9 @@ own check (``suite.run.refuse_collision``) stays as the last line of defence.
 from __future__ import annotations
 
 from collections import defaultdict
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -50,24 +51,26 @@ def job_config(master: DictConfig, loader: Any, job: Sequence[str], number: int)
     return cfg
 
 
-def resolved(cfg: DictConfig, key: str) -> Any:
-    """``key`` of a job's config resolved as in the job (``${hydra:...}`` reads the job's own Hydra config)."""
+@contextmanager
+def as_job(cfg: DictConfig) -> Iterator[None]:
+    """Within: ``${hydra:...}`` reads the job's own Hydra config, as it does in the job."""
     HydraConfig.instance().set_config(cfg)
     try:
-        value = OmegaConf.select(cfg, key)
-        return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+        yield
     finally:
         HydraConfig.instance().cfg = None
+
+
+def subdir(cfg: DictConfig) -> str:
+    """The job's ``hydra.sweep.subdir``, resolved as in the job."""
+    with as_job(cfg):
+        return str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
 
 
 def task_config(cfg: DictConfig) -> dict[str, Any]:
     """What the job's record keeps as its config: everything but the ``hydra`` node, resolved."""
-    HydraConfig.instance().set_config(cfg)
-    try:
-        body = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
-        return OmegaConf.to_container(body, resolve=True)
-    finally:
-        HydraConfig.instance().cfg = None
+    with as_job(cfg):
+        return OmegaConf.to_container(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]), resolve=True)
 
 
 def refuse_other_record(where: Path, job: Sequence[str], cfg: DictConfig) -> None:
@@ -94,7 +97,7 @@ def placed(master: DictConfig, loader: Any, jobs: list[Sequence[str]]) -> list[l
     another configuration's record.
     """
     configs = [job_config(master, loader, job, i) for i, job in enumerate(jobs)]
-    names = [str(resolved(cfg, "hydra.sweep.subdir")) for cfg in configs]
+    names = [subdir(cfg) for cfg in configs]
     sharing: dict[str, list[int]] = defaultdict(list)
     for i, name in enumerate(names):
         sharing[name].append(i)
