@@ -8,8 +8,9 @@ Two benchmarks make one table each, from the runs whose config names it (``bench
 - ``lra_cpu`` (``experiment=lra_cpu``, ``make bench-lra``): the same tasks and Pathfinder at lengths up to 1K, for
   every attention variant and every recurrent model, one width, depth and step budget for all.
 
-Each cell is the test accuracy in percent: the mean over seeds with its 95 % interval (Student's t) where there
-are two seeds or more; a run that failed shows its status. A column per task and length, the chance level (a
+Each cell is the test accuracy in percent: the mean over seeds with its 95 % interval (Student's t, held within 0
+and 100) from three seeds on, and the seeds' range where there are two (``suite.report.significance.seed_interval``);
+a run that failed shows its status. A column per task and length, the chance level (a
 uniform guess) in a row of its own and, where the runs kept their test predictions, the share of each test set's
 commonest class (what a model that learned only the label prior scores), the average over the columns and the
 training tokens/s at 1K (the mean over the row's runs of length 1,024, and their range). Under each model that
@@ -31,7 +32,7 @@ from suite.report.efficiency import short, variant
 from suite.report.plots import family
 from suite.report.run_settings import variant_labels
 from suite.report.section import Section, register
-from suite.report.significance import ALPHA, Difference, Outputs, seed_interval
+from suite.report.significance import ALPHA, PERCENT, Difference, Outputs, SeedSpread, seed_interval
 from suite.report.verdict import OutputsOf, above_prior, judged
 from suite.runtime.record import ResultRecord, trainer_name
 
@@ -126,16 +127,24 @@ def chance(task: str, r: ResultRecord) -> float:
     return 100 / classes
 
 
+def spread_text(spread: SeedSpread | None) -> str:
+    """' [52.8, 55.4]' (the 95 % interval of three seeds or more), ' (range 50.1-52.7)' (two seeds), '' (one)."""
+    if spread is None:
+        return ""
+    if spread.method == "range":
+        return f" (range {spread.low:.1f}-{spread.high:.1f})"
+    return f" [{spread.low:.1f}, {spread.high:.1f}]"
+
+
 def percent(records: list[ResultRecord]) -> tuple[str, float | None]:
-    """A cell: test accuracy % (the mean over ok seeds, its 95 % interval from two seeds on) and the mean; the
-    failures' status beside it, or alone where no seed finished."""
+    """A cell: test accuracy % (the mean over ok seeds; its 95 % interval from three seeds on, the seeds' range from
+    two) and the mean; the failures' status beside it, or alone where no seed finished."""
     values = [100 * r.metrics["accuracy"] for r in records if r.status == "ok" and "accuracy" in r.metrics]
     failed = sorted(r.status for r in records if r.status != "ok")
     if not values:
         return "/".join(sorted(set(failed))), None
     mean = statistics.mean(values)
-    interval = seed_interval(values)
-    text = f"{mean:.1f}" + (f" [{interval[0]:.1f}, {interval[1]:.1f}]" if interval else "")
+    text = f"{mean:.1f}" + spread_text(seed_interval(values, PERCENT))
     if failed:
         text += f" ({len(values)} of {len(records)} seeds; " + ", ".join(sorted(set(failed))) + ")"
     return text, mean
@@ -383,10 +392,11 @@ register(
         intro=(
             "The LRA at CPU scale (experiment=lra_cpu, make bench-lra): test accuracy % of every attention "
             "variant and every recurrent model on ListOps, BBC News bytes, Fashion-MNIST pixels and "
-            "Pathfinder-32, lengths up to 1K, one width, depth and step budget for all (the mean over seeds and "
-            "its 95 % interval; a failed run shows its status). Chance in the first row; training tokens/s at 1K "
-            "from the training runs themselves (the mean over the row's 1K runs and their range: two jobs at a "
-            "time on one thread each, so a run's rate depends on the job beside it). LRA's published Table 1 row "
+            "Pathfinder-32, lengths up to 1K, one width, depth and step budget for all (the mean over seeds, with "
+            "its 95 % interval from three seeds on and the seeds' range from two; a failed run shows its status). "
+            "Chance in the first row; training tokens/s at 1K from the training runs themselves (the mean over the "
+            "row's 1K runs and their range: two jobs at a time on one thread each, so a run's rate depends on the "
+            "job beside it). LRA's published Table 1 row "
             "stands under each model it measured: other data, lengths, widths and budgets."
         ),
     )

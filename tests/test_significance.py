@@ -3,6 +3,7 @@ sacrebleu's own paired bootstrap, the tests' verdicts on clear and null differen
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -17,7 +18,9 @@ from suite.report.significance import (
     corpus_bootstrap,
     loss_difference,
     mean_difference,
+    metric_bounds,
     pooled_difference,
+    seed_interval,
     text_difference,
 )
 
@@ -200,3 +203,49 @@ def test_per_example_scores_are_paired_as_a_mean_and_pooled_by_kind(pair):
     assert pooled_difference([texts(x)], [texts(y)], "rougeL").delta == pytest.approx(diff.delta)
     lm = pooled_difference([Outputs(predictions=documents(0))] * 2, [Outputs(predictions=documents(1))] * 2, "loss")
     assert lm.n == 400 and lm.metric == "loss"
+
+
+# --- the interval over seeds ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "metric, values",
+    [
+        ("accuracy", [1.0, 1.0, 0.4]),  # Student's t of two degrees of freedom alone: [-0.061, 1.66]
+        ("accuracy", [0.02, 0.0, 0.3]),
+        ("macro_f1", [0.99, 0.2, 1.0, 1.0]),
+        ("bleu", [99.0, 100.0, 40.0]),
+        ("perplexity", [1.01, 1.0, 9.0]),
+        ("neg_bits_per_byte", [-0.01, -0.0, -2.0]),
+    ],
+)
+def test_an_interval_over_seeds_stays_within_its_metric_s_bounds(metric, values):
+    low_bound, high_bound = metric_bounds(metric)
+    spread = seed_interval(values, metric_bounds(metric))
+    assert spread.method == "t" and low_bound <= spread.low <= spread.high <= high_bound
+    unbounded = seed_interval(values)  # what the tables printed before: outside the bounds
+    assert unbounded.low < low_bound or unbounded.high > high_bound
+
+
+def test_random_seeds_never_give_an_accuracy_interval_outside_0_and_1():
+    rng = random.Random(0)
+    for _ in range(500):
+        values = [rng.choice([0.0, 1.0, rng.random()]) for _ in range(rng.randint(2, 6))]
+        spread = seed_interval(values, metric_bounds("accuracy"))
+        assert 0.0 <= spread.low <= spread.high <= 1.0
+
+
+def test_fewer_than_three_seeds_give_their_range_and_one_gives_none():
+    spread = seed_interval([0.61, 0.74], metric_bounds("accuracy"))
+    assert (spread.low, spread.high, spread.method) == (0.61, 0.74, "range")
+    assert spread.text() == "range [0.61, 0.74] (2 seeds)"
+    assert seed_interval([0.7], metric_bounds("accuracy")) is None
+    assert seed_interval([0.7, 0.8, 0.9]).text().startswith("95 % CI [")
+
+
+def test_each_metric_has_the_bounds_of_how_the_tasks_compute_it():
+    assert metric_bounds("accuracy") == metric_bounds("f1_EI") == metric_bounds("val_macro_f1") == (0.0, 1.0)
+    assert metric_bounds("bleu") == metric_bounds("ann_rougeL") == metric_bounds("chrf") == (0.0, 100.0)
+    assert metric_bounds("mcc") == (-1.0, 1.0)
+    assert metric_bounds("perplexity") == (1.0, math.inf) and metric_bounds("bits_per_byte") == (0.0, math.inf)
+    assert metric_bounds("a_metric_of_ones_own") == (-math.inf, math.inf)

@@ -20,9 +20,10 @@ a few examples the two can disagree, and neither alone is then trusted.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -323,14 +324,65 @@ def pooled_difference(
     raise NotPaired(f"{names[0]} and {names[1]} kept different kinds of test outputs")
 
 
-def seed_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
-    """The ``confidence`` interval of the mean over seeds (Student's t, ``scipy.stats.t``); None below two seeds."""
+# The values each metric can take, as the tasks compute it (``val_`` and ``ann_`` prefixes aside): shares in [0, 1],
+# Matthews' correlation in [-1, 1], sacrebleu's BLEU and chrF and rouge-score's ROUGE in percent, losses and bits per
+# byte from 0, perplexity from 1 (a token's probability is at most 1), negative bits per byte up to 0.
+SHARE, PERCENT, FROM_ZERO = (0.0, 1.0), (0.0, 100.0), (0.0, math.inf)
+BOUNDS: dict[str, tuple[float, float]] = {
+    **dict.fromkeys(("accuracy", "macro_f1", "roc_auc"), SHARE),
+    "mcc": (-1.0, 1.0),
+    **dict.fromkeys(("bleu", "chrf", "rouge1", "rouge2", "rougeL", "rougeLsum"), PERCENT),
+    **dict.fromkeys(("loss", "bits_per_byte"), FROM_ZERO),
+    **dict.fromkeys(("perplexity", "unigram_perplexity"), (1.0, math.inf)),
+    "neg_bits_per_byte": (-math.inf, 0.0),
+}
+
+
+def metric_bounds(metric: str) -> tuple[float, float]:
+    """(lowest, highest) value ``metric`` can take (a class's ``f1_<class>`` a share); (-inf, inf) for a metric
+    ``BOUNDS`` does not know."""
+    name = metric.removeprefix("val_").removeprefix("ann_")
+    return BOUNDS.get(name, SHARE if name.startswith("f1_") else (-math.inf, math.inf))
+
+
+T_FROM = 3  # seeds from which the mean gets a t-interval; fewer get their range
+
+
+class SeedSpread(NamedTuple):
+    """Where the mean over seeds may lie: its 95 % t-interval, or with fewer than ``T_FROM`` seeds their range.
+
+    ``method``: 't' (Student's t, held within the metric's bounds) or 'range' (the lowest and highest seed).
+    """
+
+    low: float
+    high: float
+    seeds: int
+    method: str
+
+    def text(self, number: Callable[[float], str] = lambda x: f"{x:.3g}") -> str:
+        """'95 % CI [0.794, 0.818]' or 'range [0.61, 0.74] (2 seeds)', each number written by ``number``."""
+        span = f"[{number(self.low)}, {number(self.high)}]"
+        return f"95 % CI {span}" if self.method == "t" else f"range {span} ({self.seeds} seeds)"
+
+
+def seed_interval(
+    values: Sequence[float], bounds: tuple[float, float] = (-math.inf, math.inf), confidence: float = 0.95
+) -> SeedSpread | None:
+    """Where the mean of ``values`` (one a seed) may lie; None below two seeds.
+
+    From ``T_FROM`` seeds on, the ``confidence`` interval of the mean (Student's t, ``scipy.stats.t``) cut to
+    ``bounds``, the values the metric can take (``metric_bounds``): the mean cannot lie outside them, so the cut
+    interval covers it exactly as often as the whole one, and it never shows an accuracy above 1. With two seeds
+    the t quantile of one degree of freedom is 12.7 (95 %): the interval is mostly wider than the metric's whole
+    range and says nothing the two values do not, so their range is given instead.
+    """
     from scipy import stats
 
     if len(values) < 2:
         return None
+    if len(values) < T_FROM:
+        return SeedSpread(float(min(values)), float(max(values)), len(values), "range")
     sem = stats.sem(values)
-    if sem == 0:
-        return float(values[0]), float(values[0])
-    low, high = stats.t.interval(confidence, len(values) - 1, loc=float(np.mean(values)), scale=sem)
-    return float(low), float(high)
+    mean = float(np.mean(values))
+    low, high = (mean, mean) if sem == 0 else stats.t.interval(confidence, len(values) - 1, loc=mean, scale=sem)
+    return SeedSpread(max(float(low), bounds[0]), min(float(high), bounds[1]), len(values), "t")
