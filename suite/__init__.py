@@ -3,9 +3,17 @@
 Nothing under ``suite`` knows a domain; domains live in ``tasks``.
 """
 
-from omegaconf import OmegaConf
+import os
 
-from suite.runtime.names import command_dir, model_id
+# torch's C++ log (c10's, not Python's warnings), read once as torch loads: at its default level a run's output gets
+# the CPU allocator's "Memory block of unknown size was allocated before the profiling started" from every process
+# that measures peak memory (suite.measure.memory replays the allocations made during the call, as meant). Errors
+# still show; a level the user set is kept.
+os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+
+from omegaconf import OmegaConf  # noqa: E402
+
+from suite.runtime.names import command_dir, model_id  # noqa: E402
 
 # ${model_id:${model.name},${oc.select:hydra.runtime.choices.model/attention,null}} in the sweep subdirs: every
 # attention variant of a sweep gets its own directory.

@@ -1,5 +1,7 @@
 """The measurement harness on tiny models: figures, statuses, memory growth, FLOPs, resume."""
 
+import os
+
 import pytest
 import torch
 
@@ -115,6 +117,26 @@ def test_full_attention_memory_grows_with_length():
         x = torch.randn(2, length, 32, requires_grad=True)
         peaks.append(peak_memory(lambda: layer(x).sum().backward(), torch.device("cpu")))
     assert peaks[0] < peaks[1] < peaks[2]
+
+
+def test_measuring_peak_memory_writes_nothing_to_the_run_s_output():
+    """Kineto (the profiler's engine) logged 'USDT: ... profiler_start' and '... profiler_stop' at every measurement,
+    and torch's allocator a note on blocks from before it: the speed job's output held 24 such lines."""
+    import subprocess
+    import sys
+
+    script = (
+        "import suite, torch\n"
+        "from suite.measure.memory import peak_memory\n"
+        "x = torch.randn(256, 256, requires_grad=True)\n"
+        "before = [torch.randn(256, 256) for _ in range(3)]  # each freed inside a measurement\n"
+        "for _ in range(3):\n"
+        "    print(peak_memory(lambda: (before.pop() @ x).sum().backward(), torch.device('cpu')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KINETO_", "TORCH_CPP_"))}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr == "" and all(int(line) > 0 for line in done.stdout.split())
 
 
 def test_encoder_layer_flops_match_the_analytic_count():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Callable
 
 import torch
@@ -23,6 +24,11 @@ def peak_memory(fn: Callable[[], object], device: torch.device) -> int:
         return torch.cuda.max_memory_allocated(device) - start
     from torch.profiler import ProfilerActivity, profile
 
+    # Kineto, the profiler's engine, logs to stderr at every start and stop ('USDT: ... profiler_start', and on a CPU
+    # machine with a CUDA build 'gpuGetDeviceCount failed'): level 6 is above its highest (USDT, 5), so none. It reads
+    # the level once, at its first start in the process; one set by the user is kept. The events read below are not
+    # its log: the measurement is the same.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
     events = sorted(
