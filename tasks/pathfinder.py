@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from suite.data.datadir import data_root
+from suite.data.datadir import data_root, handed_out
 from suite.models.embeddings import PatchEmbedding
 from suite.runtime.files import atomic_save
 from tasks.classification import Artifact, ClassificationData, ClassificationTask
@@ -170,7 +170,7 @@ def cache_path(style: Style, sizes: dict[str, int], split_seed: int, data_dir: s
 
 def splits(style: Style, sizes: dict[str, int], split_seed: int, data_dir: str | Path | None) -> dict[str, Images]:
     """The splits from their cache file, generated and cached first if it is not there."""
-    path = cache_path(style, sizes, split_seed, data_dir)
+    path = handed_out(cache_path(style, sizes, split_seed, data_dir))
     if path.exists():
         stored = torch.load(path)
         return {k: (v[0].float().div_(255), v[1]) for k, v in stored.items()}

@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Literal, Sequence
 
-from suite.data.datadir import DatasetMissing, data_root
+from suite.data.datadir import DatasetMissing, data_root, handed_out
 from suite.data.readers import parse_labels, read_delimited, read_jsonl
 from suite.data.splits import dedupe, stratified_split
 from suite.data.tokenizers import PAD, encode, train_bpe
@@ -70,6 +70,7 @@ def read_file(source: TextSource, path: Path) -> tuple[list[str], list[str]]:
     """Texts and label strings of one file."""
     if not path.is_file():
         raise DatasetMissing(f"dataset {source.name!r}: file not found: {path} (listed in its config's files)")
+    handed_out(path)  # the files its config names, not the whole folder (which may hold anything)
     columns = [source.text, source.label]
     if source.format == "jsonl":
         rows = read_jsonl(path, columns)

@@ -28,6 +28,7 @@ def test_prepare_gives_the_task_with_its_data_and_the_model_on_the_device():
         "seq_len": 16,
         "params": prepared.params,
         "split_sizes": {"train": 32, "val": 8, "test": 8},
+        "data": {},  # generated: no file read
         "primary_metric": "accuracy",
         "declaration": {
             "backbone": "RecurrentEncoder",

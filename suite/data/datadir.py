@@ -7,8 +7,11 @@ links the shared copy in and adds Fashion-MNIST from its Debian package.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from suite.runtime.paths import PROJECT_ROOT
@@ -36,7 +39,56 @@ def require(data_dir: str | Path | None, *relative: str, provider: str = "make d
     path = data_root(data_dir).joinpath(*relative)
     if not path.exists():
         raise DatasetMissing(f"dataset not found: {path} (run `{provider}` to provide it; the data directory is set by SUITE_DATA_DIR or data_dir=...)")
+    return handed_out(path)
+
+
+_reading: list[list[Path]] = []  # the open ``reading()`` blocks, each the paths handed out inside it
+
+
+def handed_out(path: Path) -> Path:
+    """``path``, a dataset file or folder a task is about to read, noted by every open ``reading()`` block (``require``
+    notes what it returns; a task that finds its files otherwise calls this)."""
+    for paths in _reading:
+        paths.append(Path(path))
     return path
+
+
+@contextmanager
+def reading() -> Iterator[list[Path]]:
+    """The dataset paths handed out (``handed_out``) while the block runs: what a task's ``setup`` read."""
+    paths: list[Path] = []
+    _reading.append(paths)
+    try:
+        yield paths
+    finally:
+        _reading.remove(paths)
+
+
+def files_below(path: Path) -> list[Path]:
+    """``path`` if a file, else every file below it (links followed), sorted."""
+    if path.is_file():
+        return [path]
+    return sorted(Path(top) / name for top, _, names in os.walk(path, followlinks=True) for name in names)
+
+
+def identity(paths: Iterable[Path]) -> dict[str, str]:
+    """What a run read: ``dir``, the folder that holds every path (links resolved), and ``fingerprint``, 12 hex digits
+    of a SHA-256 over each file's path below ``dir``, size and modification time; ``{}`` where it read nothing (data
+    generated in memory).
+
+    Sizes and times, not contents: a ``stat`` a file, milliseconds whatever the data's size, once a run; a file
+    rewritten changes its time (and mostly its size). The report groups runs on both fields, so another copy of the
+    same files (another ``dir``) is never pooled with this one, and neither is this folder after its files changed.
+    """
+    resolved = sorted({Path(p).resolve() for p in paths})
+    if not resolved:
+        return {}
+    folder = Path(os.path.commonpath([p if p.is_dir() else p.parent for p in resolved]))
+    digest = hashlib.sha256()
+    for file in sorted({f for p in resolved for f in files_below(p)}):
+        stat = file.stat()  # a link's target
+        digest.update(f"{file.relative_to(folder)}\t{stat.st_size}\t{stat.st_mtime_ns}\n".encode())
+    return {"dir": str(folder), "fingerprint": digest.hexdigest()[:12]}
 
 
 FASHION_MNIST_RAW = Path("image/FashionMNIST/raw")  # where torchvision's FashionMNIST looks, under the data directory

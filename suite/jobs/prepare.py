@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -11,6 +11,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
+from suite.data.datadir import identity, reading
 from suite.models.classifier import count_parameters
 from suite.models.declaration import declare
 from suite.runtime.compose import importable
@@ -39,11 +40,13 @@ def model_on(task: Task, model_cfg: DictConfig, device: torch.device) -> nn.Modu
 
 @dataclass
 class Prepared:
-    """A task with its data and a model on the device: what a job starts from."""
+    """A task with its data and a model on the device: what a job starts from; ``data``, what the task read
+    (``suite.data.datadir.identity``)."""
 
     task: Task
     model: nn.Module
     params: int
+    data: dict[str, str] = field(default_factory=dict)
 
     def ok_fields(self) -> dict[str, Any]:
         """The record fields every finished job on a task shares."""
@@ -53,6 +56,7 @@ class Prepared:
             seq_len=self.task.seq_len(),
             params=self.params,
             split_sizes=self.task.split_sizes(),
+            data=self.data,
             primary_metric=self.task.primary_metric,
             declaration=declared_fields(self.model, self.task.seq_len()),
         )
@@ -69,16 +73,17 @@ def declared_fields(model: nn.Module, length: int | None) -> dict[str, Any]:
 
 def prepare(cfg: DictConfig, device: torch.device, task: Task | None = None) -> Prepared:
     """Instantiate ``cfg.task`` (or take ``task``, e.g. a variant of it), load its data, build ``cfg.model`` on
-    ``device``."""
+    ``device``; the files the task read are named by their identity (once a run: the report groups runs on it)."""
     if task is None:
         importable(cfg.task, "task")
-    task = ready(task if task is not None else instantiate(cfg.task))
+    with reading() as read:
+        task = ready(task if task is not None else instantiate(cfg.task))
     model = model_on(task, cfg.model, device)
     params = count_parameters(model)
     log.info(
         "%s/%s on %s: %d parameters, splits %s", task.name, model_label(cfg.model), device, params, task.split_sizes()
     )
-    return Prepared(task, model, params)
+    return Prepared(task, model, params, identity(read))
 
 
 def planned_fields(task_cfg: DictConfig) -> dict[str, Any]:

@@ -43,6 +43,10 @@ class ResultRecord:
         default_factory=dict
     )  # what the backbone declares: family, capabilities, its parameters, state size (suite.models.declaration)
     split_sizes: dict[str, int] = field(default_factory=dict)
+    data: dict[str, str] = field(
+        default_factory=dict
+    )  # what the task read (suite.data.datadir.identity): its folder, links resolved, and a fingerprint of its files;
+    # empty where it read none (generated data) and in records from before the field
     metrics: dict[str, float] = field(default_factory=dict)
     speed: dict[str, float] = field(default_factory=dict)
     train_seconds: float | None = None
@@ -117,7 +121,15 @@ def read_result(path: Path) -> ResultRecord:
 
 
 def trainer_name(r: ResultRecord) -> str:
-    """The trainer profile a run used (runs of different profiles are never averaged together).
+    """The trainer profile and the steps its runs take (runs of different profiles or budgets are never averaged
+    together): 'quick (200 steps)'; 'quick (9 of 30 steps: epoch cap)' where the epochs end a run before its
+    ``max_steps``; 'quick (90 steps: 3 epochs)' where none is set; with a stop target, 'quick (600 steps, stop at 1)'.
+
+    The steps are those the run planned (``planned_steps``: max_steps or the epochs' steps, whichever come first), which
+    every seed of one setting shares, so its seeds pool whatever stopped each of them; a limit that set no step is not
+    named (a time cap is a cap: a run it cut short is ``shortened``, and ``stopped_by`` says how a run ended early).
+    A record without ``planned_steps`` (from before the field, or a job that plans none) is named by its configured
+    limits.
 
     Weights scored by ``job=evaluate`` are named by the run that trained them and what the task
     scored them with (the record's ``scored_with``, e.g. the decoding), so different weights and
@@ -130,10 +142,29 @@ def trainer_name(r: ResultRecord) -> str:
         )  # <run dir>/checkpoints/best.pt
         return "evaluated" + (f" {weights}" if weights else "") + (f" ({r.scored_with})" if r.scored_with else "")
     trainer = r.config.get("trainer") or {}
-    limits = [f"{trainer['max_steps']} steps"] if trainer.get("max_steps") else []
-    limits += [f"{trainer['time_budget_s']:g} s"] if trainer.get("time_budget_s") else []
+    planned, max_steps, epochs = getattr(r, "planned_steps", None), trainer.get("max_steps"), trainer.get("max_epochs")
+    if planned and max_steps and planned < max_steps:
+        limits = [f"{planned} of {max_steps} steps: epoch cap"]
+    elif planned:
+        limits = [f"{planned} steps" + (f": {epochs} epochs" if not max_steps and epochs else "")]
+    else:
+        limits = [f"{max_steps} steps"] if max_steps else []
+        limits += [f"{trainer['time_budget_s']:g} s"] if trainer.get("time_budget_s") else []
     limits += [f"stop at {trainer['stop_at']:g}"] if trainer.get("stop_at") is not None else []
     return f"{trainer.get('name', '')}" + (f" ({', '.join(limits)})" if limits else "")
+
+
+def stopped_by(r: ResultRecord) -> str:
+    """What ended a run before its planned steps, in words ('time cap 900 s', 'target 0.9 reached', 'early stopping
+    after 3 epochs without gain'); '' for a run that took them all (or that trained none)."""
+    if r.planned_steps and (r.steps or 0) >= r.planned_steps:
+        return ""
+    trainer = r.config.get("trainer") or {}
+    return {
+        "time_budget": f"time cap {trainer.get('time_budget_s') or 0:g} s",
+        "target_reached": f"target {trainer.get('stop_at') or 0:g} reached",
+        "early_stopping": f"early stopping after {trainer.get('patience')} epochs without gain",
+    }.get(r.stop_reason or "", "")
 
 
 def find_results(*roots: Path) -> list[tuple[Path, ResultRecord]]:
