@@ -25,6 +25,8 @@ matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 from suite.report import formatting as fmt  # noqa: E402
+from suite.report.axes import linear_axis, log_axis, measured_axis  # noqa: E402
+from suite.report.palette import Palette, precision  # noqa: E402
 from suite.report.plots import model_order, save  # noqa: E402
 from suite.report.section import Section, register  # noqa: E402
 from suite.report.significance import Outputs, pooled_difference, run_outputs  # noqa: E402
@@ -104,6 +106,7 @@ def context_use(records: list[ResultRecord], out: Path) -> Path | None:
     runs = [r for r in records if r.status == "ok" and r.job == "context_use"]
     if not runs:
         return None
+    colours = Palette.of(records)
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for r in sorted(runs, key=lambda r: model_order(runs)(r.model)):
         c = r.curves
@@ -111,13 +114,15 @@ def context_use(records: list[ResultRecord], out: Path) -> Path | None:
             c["context"],
             c["perplexity"],
             marker="o",
-            label=f"{label(r)}: flat from {r.metrics['context_saturation']:.0f}",
+            color=colours.colour(r),
+            label=f"{label(r)}, {precision(r)}: flat from {r.metrics['context_saturation']:.0f}",
         )
-    ax.set_xscale("log")
+    measured_axis(ax.xaxis, [x for r in runs for x in r.curves["context"]])
+    linear_axis(ax.yaxis)
     ax.set_xlabel("context c (tokens before each target)")
     ax.set_ylabel("test perplexity")
-    ax.set_title(f"{runs[0].dataset}: perplexity given only the last c tokens")
-    ax.grid(True, which="both", alpha=0.3)
+    ax.set_title(f"How much context does each model use?\n{runs[0].dataset}: perplexity given only the last c tokens")
+    ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return save(fig, out)
 
@@ -126,34 +131,37 @@ def generation_cost(records: list[ResultRecord], out: Path) -> Path | None:
     runs = [r for r in records if r.status == "ok" and r.job == "generation_cost"]
     if not runs:
         return None
+    colours = Palette.of(records)
     fig, (time_ax, mem_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
     for r in sorted(runs, key=lambda r: model_order(runs)(r.model)):
-        c = r.curves
-        (line,) = time_ax.plot(
+        c, name = r.curves, f"{label(r)}, {precision(r)}"
+        time_ax.plot(
             c["length"],
             c["step_ms"],
             marker="o",
-            label=f"{label(r)}, cached ({r.speed['generate_cache_speedup']:.1f}x at {r.speed['compare_tokens']:.0f})",
+            color=colours.colour(r),
+            label=f"{name}, cached ({r.speed['generate_cache_speedup']:.1f}x at {r.speed['compare_tokens']:.0f})",
         )
         time_ax.plot(
             c["length"],
             c["uncached_step_ms"],
-            linestyle="--",
-            alpha=0.6,
-            color=line.get_color(),
-            label=f"{label(r)}, re-reading the text",
+            linestyle=":",
+            alpha=0.7,
+            color=colours.colour(r),
+            label=f"{name}, re-reading the text",
         )
-        mem_ax.plot(c["length"], [b / 2**20 for b in c["state_bytes"]], marker="o", label=label(r))
+        mem_ax.plot(c["length"], [b / 2**20 for b in c["state_bytes"]], marker="o", color=colours.colour(r), label=name)
     time_ax.set_ylabel("ms per generated token")
     mem_ax.set_ylabel("decoding state (MiB)")
     for ax in (time_ax, mem_ax):
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
+        measured_axis(ax.xaxis, [x for r in runs for x in r.curves["length"]])
+        log_axis(ax.yaxis)
         ax.set_xlabel("tokens already in the text")
-        ax.grid(True, which="both", alpha=0.3)
+        ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=7)
     time_ax.set_title("time of one more token")
     mem_ax.set_title("what the model keeps to go on")
+    fig.suptitle("What does generating one more token cost, as the text grows?", fontsize=11)
     return save(fig, out)
 
 

@@ -11,7 +11,10 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from suite.report.plots import draw_lines, model_order, plt, save
+from suite.report.axes import linear_axis, measured_axis
+from suite.report.drawing import draw_series, model_size, plt, save, series_key, series_of, style
+from suite.report.palette import Palette
+from suite.report.plots import model_order
 from suite.report.section import Section, register
 from suite.runtime.record import ResultRecord
 
@@ -87,29 +90,42 @@ def mqar_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
 
 def mqar_vs_width(records: list[ResultRecord], out: Path) -> Path | None:
     """Accuracy over the test queries against model width: one panel a (length, pairs), one line a model (the mean
-    over seeds, ``plots.draw_lines``' colours and markers), chance dotted."""
+    over seeds, the std as error bars; ``suite.report.drawing``: the model's colour in every figure), chance dotted."""
     groups = grouped(records)
     if not groups:
         return None
-    order = model_order([r for r in records if is_mqar(r)])
+    colours = Palette.of(records)
+    done = [r for r in records if is_mqar(r) and accuracies([r])]
+    shown = {
+        key: series_of(
+            [r for r in done if setting(r) == key], lambda r: r.metrics["accuracy"], width, along=(model_size,)
+        )
+        for key in groups
+    }
+    every = sorted({s.label: s for group in shown.values() for s in group}.values(), key=series_key)
+    kinds = style(every, colours)  # one legend for every panel
     fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups) + 1.8, 3.4), sharey=True, squeeze=False)
+    handles = {s.label: None for s in every}  # the legend in the series' order, chance last
     for ax, ((length, pairs), models) in zip(axes[0], sorted(groups.items())):
-        series = {
-            model: {w: accs for w, runs in by_width.items() if (accs := accuracies(runs))}
-            for model, by_width in models.items()
-        }
-        draw_lines(ax, {m: pts for m, pts in series.items() if pts}, False, order, legend=False)
+        for line in draw_series(ax, sorted(shown[(length, pairs)], key=series_key), colours, kinds):
+            handles[line.get_label()] = line
+        measured_axis(ax.xaxis, [width(r) for r in done if setting(r) == (length, pairs)])
+        linear_axis(ax.yaxis)
         any_run = next(r for by_width in models.values() for runs in by_width.values() for r in runs)
-        ax.axhline(chance(any_run), color="grey", linestyle=":", linewidth=1, label="chance")
+        handles["chance"] = ax.axhline(chance(any_run), color="#777777", linestyle=":", linewidth=1, label="chance")
         ax.set_title(f"length {length}, {pairs} pairs", fontsize=10)
         ax.set_xlabel("model width (d_model)")
     axes[0][0].set_ylabel("test accuracy over the queries")
     axes[0][0].set_ylim(0, 1.02)
-    handles = {h.get_label(): h for ax in axes[0] for h in ax.get_legend_handles_labels()[0]}
     fig.legend(
-        handles.values(), handles.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False
+        [h for h in handles.values() if h],
+        [k for k, h in handles.items() if h],
+        loc="center left",
+        bbox_to_anchor=(1.0, 0.5),
+        fontsize=8,
+        frameon=False,
     )
-    fig.suptitle("multi-query associative recall against width", fontsize=11)
+    fig.suptitle("Which models recall associations, at which width? (multi-query associative recall)", fontsize=11)
     return save(fig, out)
 
 

@@ -1,35 +1,56 @@
 """The report's figures, each drawn from result records (nothing typed by hand).
 
-Every function takes records and an output path, draws one PNG, and returns the path, or
-None when the records hold nothing for that figure.
+Every function takes records and an output path, draws one PNG, and returns the path, or None when the records hold
+nothing for that figure. Each figure answers one question and reads at a glance:
+
+- a family a colour (``suite.report.palette``: blues attention, reds classic recurrence, greens modern recurrence),
+  a model a shade of it in every figure, its precision the line's style and a word of its label;
+- at most ``PANEL_SERIES`` series a panel: more are split by family (``family_panels``);
+- plain numbers on every axis (``suite.report.axes``: 64, 1K, 30k);
+- error bars (the standard deviation over seeds) only where there are seeds, and none in a legend;
+- runs of different budgets, sizes or attention cores never averaged together, nor joined by one line.
+
+``FIGURES`` are the figures of the results (the headline and per-task tables); a report section draws its own
+(``Section.figures``: the speed section its speed and memory against length, for instance) from the helpers here.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only; no display
-import matplotlib.pyplot as plt  # noqa: E402
-
-from suite.report.section import claimed  # noqa: E402
-from suite.runtime.names import model_id  # noqa: E402
-from suite.runtime.record import ResultRecord, trainer_name  # noqa: E402
+from suite.report import palette as pal
+from suite.report.axes import linear_axis, log_axis, measured_axis
+from suite.report.drawing import (
+    Series,
+    draw_series,
+    family_panels,
+    model_size,
+    plt,
+    save,
+    series_key,
+    series_of,
+    share_scale,
+    style,
+)
+from suite.report.learning_curves import learning_curves
+from suite.report.section import claimed
+from suite.runtime.record import ResultRecord, trainer_name
 
 FAMILIES = (
     "attention",
     "backbone",
     "other",
-)  # the order models appear in: attention, other backbones (recurrent), none (Lead-k)
+)  # ``family``'s answers: attention, other backbones (recurrent), none (Lead-k)
 
 
 def family(r: ResultRecord) -> str:
     """What a run's model is, from its composed config (never its name): 'attention' (it has an
-    attention node), 'backbone' (a backbone without attention: the recurrent baselines) or 'other'."""
+    attention node), 'backbone' (a backbone without attention: the recurrent baselines) or 'other'.
+    (The figures' finer families, classic and modern recurrence apart: ``palette.model_family``.)"""
     model = r.config.get("model") or {}
     if model.get("attention") is not None:
         return "attention"
@@ -37,9 +58,10 @@ def family(r: ResultRecord) -> str:
 
 
 def model_order(records: list[ResultRecord]) -> Callable[[str], tuple[int, str]]:
-    """A sort key for model labels (a label may carry the size after the name): family, then name."""
-    rank = {name: FAMILIES.index(family(r)) for r in records for name in (r.model, model_id(r.model, r.attention))}
-    return lambda label: (rank.get(label.split(" ")[0], len(FAMILIES)), label)
+    """A sort key for model labels (a label may carry the size after the name): family (``palette.FAMILIES``: attention
+    variants, classic recurrent, modern recurrent, other), then name."""
+    rank = {name: pal.FAMILIES.index(pal.model_family(r)) for r in records for name in (r.model, pal.identity(r))}
+    return lambda label: (rank.get(label.split(" ")[0], len(pal.FAMILIES)), label)
 
 
 def is_speed(r: ResultRecord) -> bool:
@@ -62,227 +84,284 @@ def primary(r: ResultRecord) -> tuple[str, float] | None:
     return key, tests[key]
 
 
-def length_studies(records: list[ResultRecord]) -> set[tuple[str, str]]:
-    """The (task, dataset) pairs trained at more than one length: their accuracy is plotted against length (runs a
-    report section claims for a figure of its own aside, e.g. a task drawn against width: ``Section.claims``)."""
-    lengths: dict[tuple[str, str], set[int]] = defaultdict(set)
+Study = tuple[str, str, str]  # (task, dataset, budget: the trainer profile, ``trainer_name``)
+
+
+def study(r: ResultRecord) -> Study:
+    return r.task, r.dataset, trainer_name(r)
+
+
+def length_curves(records: list[ResultRecord]) -> set[Study]:
+    """The (task, dataset, budget) trained at more than one length: their accuracy is drawn as a curve against length,
+    one panel a budget (runs a report section claims for a figure of its own aside, e.g. a task drawn against width:
+    ``Section.claims``). Lengths run at different budgets make no curve: each is a bar of ``domain_bars``."""
+    lengths: dict[Study, set[int]] = defaultdict(set)
     theirs = claimed(records)
     for r in records:
         if is_training(r) and r.seq_len and id(r) not in theirs:
-            lengths[(r.task, r.dataset)].add(r.seq_len)
-    return {pair for pair, seen in lengths.items() if len(seen) > 1}
+            lengths[study(r)].add(r.seq_len)
+    return {key for key, seen in lengths.items() if len(seen) > 1}
 
 
-def model_size(r: ResultRecord) -> str:
-    """Width x depth of a run's model, from its composed config ('' when the config lacks them)."""
-    model = r.config.get("model", {})
-    width, depth = model.get("d_model"), model.get("backbone", {}).get("n_layers")
-    return f"d{width}x{depth}" if width and depth else ""
-
-
-def attention_variant(r: ResultRecord) -> str:
-    return f"{r.attention} attention" if r.attention else ""
-
-
-# What tells two runs of one model apart in a plot: task, width x depth, attention kernel, precision, trainer profile.
-VARIANTS: tuple[Callable[[ResultRecord], str], ...] = (
-    lambda r: r.task,  # a speed point of a translation model is no point of the classifier's sweep
-    model_size,
-    lambda r: attention_variant(r),
-    lambda r: r.precision or "fp32",  # records from before the setting ran fp32
-    lambda r: f"({trainer_name(r)})",
-)
+def length_studies(records: list[ResultRecord]) -> set[tuple[str, str]]:
+    """The (task, dataset) pairs with a curve against length at some budget (``length_curves``)."""
+    return {(task, dataset) for task, dataset, _ in length_curves(records)}
 
 
 def series_by_model(
     records: list[ResultRecord], value: Callable[[ResultRecord], float | None]
 ) -> dict[str, dict[int, list[float]]]:
-    """label -> seq_len -> values (over seeds).
-
-    One series per model; a model present at several sizes, attention kernels or trainer profiles
-    gets one series for each, labelled with what differs, so runs of different kinds are never averaged.
-    """
-    variants: dict[str, list[set[str]]] = defaultdict(lambda: [set() for _ in VARIANTS])
-    for r in records:
-        for seen, variant in zip(variants[r.model], VARIANTS):
-            seen.add(variant(r))
-    out: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r in records:
-        v = value(r)
-        if v is not None and r.seq_len:
-            parts = [variant(r) for seen, variant in zip(variants[r.model], VARIANTS) if len(seen) > 1]
-            if r.attention not in (None, "full") and attention_variant(r) not in parts:
-                parts.append(attention_variant(r))  # a core other than full attention is named even when alone
-            out[" ".join([r.model, *parts])][r.seq_len].append(v)
-    return out
-
-
-MARKERS = "os^Dv<>pP*Xh"
-
-
-def draw_lines(
-    ax,
-    series: dict[str, dict[int, list[float]]],
-    logy: bool,
-    order: Callable[[str], tuple[int, str]],
-    legend: bool = True,
-) -> None:
-    """One line per series; colour and marker follow the series' place in ``order``, so panels drawn from the same
-    records agree."""
-    palette = plt.get_cmap(
-        "tab20"
-    ).colors  # the default cycle has 10 colours; a speed sweep with the attention variants has 15 series
-    for i, model in enumerate(sorted(series, key=order)):
-        xs = sorted(series[model])
-        means = [statistics.mean(series[model][x]) for x in xs]
-        errs = [statistics.stdev(series[model][x]) if len(series[model][x]) > 1 else 0 for x in xs]
-        ax.errorbar(
-            xs,
-            means,
-            yerr=errs,
-            marker=MARKERS[i % len(MARKERS)],
-            capsize=3,
-            label=model,
-            color=palette[(2 * i) % 20 + (2 * i // 20) % 2],
-        )
-    ax.set_xscale("log", base=2)
-    if logy:
-        ax.set_yscale("log")
-    ax.set_xlabel("sequence length")
-    ax.grid(True, which="both", alpha=0.3)
-    if legend:
-        ax.legend(fontsize=7, framealpha=0.7)  # many series: a small, see-through box hides less of the data
-
-
-def shared_legend(fig, ax) -> None:
-    """One legend for every panel, right of them, where it hides no data."""
-    fig.legend(*ax.get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    """label -> seq_len -> values (over seeds), the precision named only where a model ran in several
+    (``series_of``)."""
+    return {s.label: s.points for s in series_of(records, value, precision=False)}
 
 
 def missing_note(fig, records: list[ResultRecord]) -> None:
     """Name the points that produced no figure, and why, under the plot."""
     missing = sorted(f"{r.model} L={r.seq_len}: {r.status}" for r in records if r.status != "ok")
     if missing:
-        fig.text(0.01, 0.01, "not measured: " + "; ".join(missing), fontsize=7, wrap=True)
+        fig.text(0.01, 0.0, "not measured: " + "; ".join(missing), fontsize=7, wrap=True, va="top")
 
 
-def accuracy_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
-    """One panel per (task, dataset) trained at several lengths: its primary test metric against length."""
-    studies = length_studies(records)
-    runs = [r for r in records if (r.task, r.dataset) in studies and r.job == "train"]
-    ok = [r for r in runs if r.status == "ok" and primary(r)]
-    if not ok:
+PRECISION_NOTE = "each model in the precision its run used: solid fp32, dashed bf16 (the label says which)"
+
+
+def family_grid(
+    records: list[ResultRecord],
+    metrics: list[tuple[Callable[[ResultRecord], float | None], str]],
+    title: str,
+    out: Path,
+    failed: list[ResultRecord] | None = None,
+    logy: bool = True,
+) -> Path | None:
+    """Against length: a column a measure (``metrics``: value, axis label), a row a panel of ``family_panels``, each
+    row's legend at its right; each column on one scale, so the families compare across rows."""
+    per_metric = [series_of(records, value) for value, _ in metrics]
+    labels = {s.label: s for group in per_metric for s in group}
+    if not labels:
         return None
-    panels = sorted({(r.task, r.dataset) for r in ok})
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
-    for ax, panel in zip(axes[0], panels):
-        shown = [r for r in ok if (r.task, r.dataset) == panel]
-        metric = primary(shown[0])[0]
-        draw_lines(ax, series_by_model(shown, lambda r: r.metrics.get(metric)), logy=False, order=model_order(records))
-        ax.set_title(f"{panel[1]}: test {metric} vs length")
-        ax.set_ylabel(f"test {metric}")
-    missing_note(fig, runs)
+    colours = pal.Palette.of(records)
+    rows = family_panels(list(labels.values()))
+    fig, axes = plt.subplots(
+        len(rows), len(metrics), figsize=(4.6 * len(metrics) + 3.2, 2.9 * len(rows) + 0.6), squeeze=False, sharex=True
+    )
+    lengths = [x for group in per_metric for s in group for x in s.points]
+    for column, (group, (_, axis_label)) in enumerate(zip(per_metric, metrics)):
+        shown = {s.label: s for s in group}
+        for row, (name, members) in enumerate(rows):
+            ax = axes[row][column]
+            kinds = style(members, colours)  # a row's columns share its legend
+            handles = draw_series(ax, [shown[s.label] for s in members if s.label in shown], colours, kinds)
+            measured_axis(ax.xaxis, lengths)
+            (log_axis if logy else linear_axis)(ax.yaxis)
+            ax.set_title(f"{axis_label}" + (f": {name}" if name else ""), fontsize=9)
+            if row == len(rows) - 1:
+                ax.set_xlabel("sequence length (tokens)")
+            if column == len(metrics) - 1 and handles:
+                ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=7, frameon=False)
+        share_scale([axes[row][column] for row in range(len(rows))])
+    fig.suptitle(f"{title}\n{PRECISION_NOTE}", fontsize=10)
+    missing_note(fig, failed or [])
     return save(fig, out)
 
 
 def speed_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
+    """Throughput against length, training and inference (real tokens per second; a row a model family)."""
     runs = [r for r in records if is_speed(r)]
     ok = [r for r in runs if r.status == "ok"]
     if not ok:
         return None
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
-    panels = [
-        ("train_tokens_per_s", "training throughput (tokens/s)"),
-        ("infer_tokens_per_s", "inference throughput (tokens/s)"),
-        ("ms_per_token_train", "training time per token (ms)"),
+    metrics = [
+        (lambda r: r.speed.get("train_tokens_per_s"), "training tokens/s"),
+        (lambda r: r.speed.get("infer_tokens_per_s"), "inference tokens/s"),
     ]
-    for ax, (key, title) in zip(axes, panels):
-        draw_lines(
-            ax,
-            series_by_model(ok, lambda r, k=key: r.speed.get(k)),
-            logy=True,
-            order=model_order(records),
-            legend=False,
-        )
-        ax.set_title(title)
-    shared_legend(fig, axes[0])
-    missing_note(fig, runs)
-    return save(fig, out)
+    title = "How fast does each model run as the sequence grows? (higher is faster)"
+    return family_grid(ok, metrics, title, out, failed=[r for r in runs if r.status != "ok"])
 
 
 def memory_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
+    """Peak memory against length, a training step and inference (MiB; a row a model family)."""
     ok = [r for r in records if is_speed(r) and r.status == "ok"]
     if not ok:
         return None
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
-    for ax, key, title in (
-        (axes[0], "peak_mem_train_bytes", "peak memory, training step (MiB)"),
-        (axes[1], "peak_mem_infer_bytes", "peak memory, inference (MiB)"),
-    ):
-        draw_lines(
-            ax,
-            series_by_model(ok, lambda r, k=key: r.speed.get(k, 0) / 2**20 or None),
-            logy=True,
-            order=model_order(records),
-            legend=False,
-        )
-        ax.set_title(title)
-    shared_legend(fig, axes[0])
+    metrics = [
+        (lambda r: r.speed.get("peak_mem_train_bytes", 0) / 2**20 or None, "peak MiB, training step"),
+        (lambda r: r.speed.get("peak_mem_infer_bytes", 0) / 2**20 or None, "peak MiB, inference"),
+    ]
+    return family_grid(ok, metrics, "How much memory does each model need as the sequence grows? (lower is less)", out)
+
+
+def accuracy_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
+    """The primary test metric against length, a panel a (task, dataset, budget) trained at several lengths: a curve
+    is drawn at one budget only (``length_curves``); more than ``PANEL_SERIES`` models are split by family."""
+    curves = length_curves(records)
+    runs = [r for r in records if study(r) in curves and r.job == "train"]
+    ok = [r for r in runs if r.status == "ok" and primary(r)]
+    if not ok:
+        return None
+    colours = pal.Palette.of(records)
+    panels = []
+    for key in sorted(curves):
+        shown = [r for r in ok if study(r) == key]
+        metric = primary(shown[0])[0]
+        for name, members in family_panels(series_of(shown, lambda r: r.metrics.get(metric))):
+            panels.append((key, metric, name, members))
+    columns = min(3, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns + 2.4, 3.6 * rows + 0.4), squeeze=False)
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax, ((task, dataset, budget), metric, name, members) in zip(axes.flat, panels):
+        handles = draw_series(ax, members, colours)
+        measured_axis(ax.xaxis, [x for s in members for x in s.points])
+        linear_axis(ax.yaxis)
+        note = baseline_lines(ax, [r for s in members for r in s.runs], metric)
+        title = f"{task}: {dataset}" + (f", {name}" if name else "") + f"\nat {budget}"
+        ax.set_title(title + (f"\n{note}" if note else ""), fontsize=9)
+        ax.set_xlabel("sequence length (tokens)")
+        ax.set_ylabel(f"test {metric}")
+        ax.legend(handles=handles, fontsize=7, loc="best", framealpha=0.7)
+    fig.suptitle("Does accuracy hold as the sequence grows? (one budget a panel; bars: std over seeds)", fontsize=10)
+    missing_note(fig, [r for r in runs if r.status != "ok"])
     return save(fig, out)
+
+
+def is_accuracy(metric: str) -> bool:
+    return metric == "accuracy" or metric.endswith("_accuracy")
+
+
+def class_count(r: ResultRecord) -> int | None:
+    """The classes of a run's task, where its record says: two for a binary task's metrics (MCC, ROC-AUC), else the
+    number of per-class F1 figures (``f1_<class>``); None where it does not (most records hold no class count)."""
+    if "mcc" in r.metrics or "roc_auc" in r.metrics:
+        return 2
+    per_class = [k for k in r.metrics if k.startswith("f1_")]
+    return len(per_class) or None
+
+
+def baselines(runs: list[ResultRecord]) -> dict[str, float | None]:
+    """What guessing scores on these runs' task: chance (1 / classes) where the records give the classes; the
+    commonest class's share of the test set needs the test labels' counts, which no record holds (None)."""
+    classes = {class_count(r) for r in runs} - {None}
+    return {
+        "chance": 1 / classes.pop() if len(classes) == 1 else None,
+        "commonest class": None,
+    }
+
+
+BASELINE_STYLE = {"chance": ":", "commonest class": "--"}
+
+
+def baseline_lines(ax, runs: list[ResultRecord], metric: str, across: bool = True) -> str:
+    """On an accuracy panel, chance and the commonest class's share as grey lines (``across``: lines across the panel,
+    the metric on the y axis; else up it, the metric on x). Returns the note for the panel's title that reads them
+    ('chance 0.5 (dotted); commonest class: not recorded'); '' where the metric is no accuracy."""
+    if not is_accuracy(metric):
+        return ""
+    said = []
+    for name, level in baselines(runs).items():
+        if level is None:
+            said.append(f"{name}: not recorded")
+            continue
+        (ax.axhline if across else ax.axvline)(level, color="#666666", linestyle=BASELINE_STYLE[name], linewidth=1.2)
+        said.append(f"{name} {level:.3g} ({'dotted' if BASELINE_STYLE[name] == ':' else 'dashed'})")
+    return "; ".join(said)
 
 
 def gradient_flow(records: list[ResultRecord], out: Path) -> Path | None:
     runs = [r for r in records if r.status == "ok" and "grad_norm_relative_by_distance" in r.curves]
     if not runs:
         return None
+    colours = pal.Palette.of(records)
     fig, ax = plt.subplots(figsize=(6.5, 4.4))
-    order = model_order(runs)
-    for r in sorted(runs, key=lambda r: order(r.model)):
+    for k, r in enumerate(sorted(runs, key=lambda r: (*pal.order(r), r.seq_len or 0))):
         curve = r.curves["grad_norm_relative_by_distance"]
         floor = [max(v, 1e-30) for v in curve]
-        ax.plot(range(len(floor)), floor, label=f"{r.model} (L={r.seq_len})")
-    ax.set_yscale("log")
+        ax.plot(
+            range(len(floor)),
+            floor,
+            label=f"{r.model} (L={r.seq_len}), {pal.precision(r)}",
+            color=colours.colour(r),
+            linestyle=pal.LINESTYLES.get(pal.precision(r), ":"),
+            linewidth=1.4,
+        )
+    log_axis(ax.yaxis)
+    linear_axis(ax.xaxis)
     ax.set_xlabel("distance from the output (positions)")
     ax.set_ylabel("||dL/dx_t|| relative to distance 0")
     ax.set_title(
-        "gradient reaching each input position, at initialisation\n(the floor at 1e-30 marks "
+        "How much gradient reaches each input position, at initialisation?\n(the floor at 1e-30 marks "
         "exact zeros: float32 underflow)",
         fontsize=10,
     )
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     return save(fig, out)
 
 
 def domain_bars(records: list[ResultRecord], out: Path) -> Path | None:
-    """One panel per domain (task, dataset, trainer profile), bars per model, on the domain's own scale."""
-    studies = length_studies(records)  # those have their own figure
-    runs = [r for r in records if is_training(r) and (r.task, r.dataset) not in studies and primary(r)]
+    """A panel a domain (task, dataset, budget; the length in its title), a bar a model (grouped by family) on the
+    domain's own scale: the runs of no curve against length (``length_curves``) nor of a section's own figure."""
+    curves, theirs = length_curves(records), claimed(records)  # those have figures of their own
+    runs = [r for r in records if is_training(r) and study(r) not in curves and id(r) not in theirs and primary(r)]
     if not runs:
         return None
-    groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    metric_of: dict[str, str] = {}
+    colours = pal.Palette.of(records)
+    groups: dict[Study, list[ResultRecord]] = defaultdict(list)
     for r in runs:
-        key, value = primary(r)
-        label = f"{r.task}: {r.dataset}\n{trainer_name(r)}"  # profiles are never averaged together
-        metric_of[label] = key
-        groups[label][model_id(r.model, r.attention)].append(value)  # a core other than full attention: its own bar
-    labels = sorted(groups)
-    order = model_order(runs)
-    colours = {m: f"C{i}" for i, m in enumerate(sorted({m for g in groups.values() for m in g}, key=order))}
-    fig, axes = plt.subplots(1, len(labels), figsize=(2.6 * len(labels) + 1, 3.8), squeeze=False)
-    for ax, label in zip(axes[0], labels):
-        models = sorted(groups[label], key=order)
-        means = [statistics.mean(groups[label][m]) for m in models]
-        bars = ax.bar(range(len(models)), means, color=[colours[m] for m in models])
-        ax.bar_label(bars, labels=[f"{v:.3g}" for v in means], fontsize=8)
-        ax.set_xticks(range(len(models)), models, fontsize=8, rotation=30)
-        ax.set_title(label, fontsize=9)
-        ax.set_ylabel(f"test {metric_of[label]}", fontsize=8)
-        ax.margins(y=0.15)
-        ax.grid(True, axis="y", alpha=0.3)
-    fig.suptitle("per-domain test results (each panel on its own scale)")
+        groups[study(r)].append(r)  # budgets are never averaged together
+    panels = []
+    for key in sorted(groups):
+        metric = primary(groups[key][0])[0]
+        shown = series_of(groups[key], lambda r: r.metrics.get(metric), x=lambda r: 1)
+        panels.append((key, metric, sorted(shown, key=series_key)))
+    columns = min(2, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    heights = [max(3, *(len(p[2]) for p in panels[k * columns : (k + 1) * columns])) + 3.0 for k in range(rows)]
+    fig = plt.figure(figsize=(6.4 * columns, 0.26 * sum(heights) + 0.5))
+    grid = fig.add_gridspec(rows, columns, height_ratios=heights)
+    for k, ((task, dataset, budget), metric, members) in enumerate(panels):
+        ax = fig.add_subplot(grid[k // columns, k % columns])
+        note = bars_panel(ax, members, colours, metric)
+        lengths = sorted({r.seq_len for s in members for r in s.runs if r.seq_len})
+        where = f", L={'/'.join(map(str, lengths))}" if lengths else ""
+        ax.set_title(f"{task}: {dataset}{where}, {budget}" + (f"\n{note}" if note else ""), fontsize=8.5)
+    fig.suptitle(
+        "How does each model score in each domain? (test metric, mean over seeds; each panel on its own scale; "
+        "bars: std over seeds)",
+        fontsize=10,
+    )
     return save(fig, out)
+
+
+def bars_panel(ax, members: list[Series], colours: pal.Palette, metric: str) -> str:
+    """A bar a series, top to bottom in family order with a gap between families: the mean over its seeds, written at
+    its end with the seeds counted, the std as an error bar where it has seeds; the chance and commonest-class lines
+    on an accuracy panel. Returns ``baseline_lines``' note."""
+    kinds = style(members, colours)
+    families = [pal.model_family(s.first) for s in members]
+    ys = [k + 0.5 * sum(a != b for a, b in zip(families[:k], families[1 : k + 1])) for k in range(len(members))]
+    values = [s.points[1] for s in members]
+    means = [statistics.mean(v) for v in values]
+    ax.barh(ys, means, height=0.8, color=[kinds[s.label]["color"] for s in members])
+    spreads = [statistics.stdev(v) if len(v) > 1 else 0.0 for v in values]
+    seeded = [k for k, v in enumerate(values) if len(v) > 1]
+    if seeded:
+        xs, at, err = ([means[k] for k in seeded], [ys[k] for k in seeded], [spreads[k] for k in seeded])
+        ax.errorbar(xs, at, xerr=err, fmt="none", ecolor="#222222", capsize=2, linewidth=1)
+    for y, m, e, v in zip(ys, means, spreads, values):
+        seeds = f" ({len(v)} seeds)" if len(v) > 1 else ""
+        ax.annotate(f"{m:.3g}{seeds}", (m + e, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7)
+    ax.set_yticks(ys, [s.label for s in members], fontsize=7.5)
+    ax.invert_yaxis()  # the first family at the top
+    ax.set_xlabel(f"test {metric}", fontsize=8)
+    linear_axis(ax.xaxis)
+    ax.set_xlim(0, max(max(m + e for m, e in zip(means, spreads)), 1e-9) * 1.35)
+    if is_accuracy(metric) and ax.get_xlim()[1] > 1:  # room for the labels, no tick past a perfect score
+        ax.set_xlim(0, 1.25)
+        ax.set_xticks([t / 5 for t in range(6)])
+    ax.grid(True, axis="x", alpha=0.3)
+    return baseline_lines(ax, [r for s in members for r in s.runs], metric, across=False)
 
 
 def is_compression(r: ResultRecord) -> bool:
@@ -317,14 +396,15 @@ def frontier(records: list[ResultRecord], x_key: str, x_label: str, out: Path, s
     runs = [r for r in records if is_compression(r) and primary(r)]
     if not runs:
         return None
+    colours = pal.Palette.of(records)
     tasks = sorted({(r.task, r.dataset) for r in runs})
-    fig, axes = plt.subplots(1, len(tasks), figsize=(11 * len(tasks), 7), squeeze=False)  # wide: one label a point
+    fig, axes = plt.subplots(1, len(tasks), figsize=(9 * len(tasks), 6), squeeze=False)  # wide: one label a point
     for ax, (task, dataset) in zip(axes[0], tasks):
         mine = [r for r in runs if (r.task, r.dataset) == (task, dataset)]
         references: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
         for r in mine:
             c = r.compression
-            ax.scatter(c[x_key] * scale, primary(r)[1], marker="o", color="C0" if family(r) == "attention" else "C1")
+            ax.scatter(c[x_key] * scale, primary(r)[1], marker="o", color=colours.colour(r))
             ax.annotate(
                 f"{r.model} {model_size(r)}: {method_label(r)}",
                 (c[x_key] * scale, primary(r)[1]),
@@ -343,17 +423,20 @@ def frontier(records: list[ResultRecord], x_key: str, x_label: str, out: Path, s
             )  # one star per set of weights: the median of its jobs' timings
             ax.scatter(x, y, marker="*", s=140, color="k")
             ax.annotate(f"{model} (uncompressed)", (x, y), fontsize=7, xytext=(3, -9), textcoords="offset points")
-        ax.set_xscale("log")
+        log_axis(ax.xaxis)
+        linear_axis(ax.yaxis)
         ax.set_xlabel(x_label)
         ax.set_ylabel(f"test {primary(mine[0])[0]}")
         ax.set_title(f"{task}: {dataset}", fontsize=10)
-        ax.grid(True, which="both", alpha=0.3)
+        ax.grid(True, which="major", alpha=0.3)
+    fig.suptitle(f"What does each compression cost in accuracy, against {x_label.split(' (')[0]}?", fontsize=10)
     fig.text(
         0.01,
-        0.01,
+        0.0,
         "stars: the uncompressed weights (median over the jobs that timed them beside a compressed model, "
-        "interleaved)\npoints of different jobs were timed at different moments",
+        "interleaved); a point's colour is its model's\npoints of different jobs were timed at different moments",
         fontsize=7,
+        va="top",
     )
     return save(fig, out)
 
@@ -366,20 +449,9 @@ def accuracy_vs_size(records: list[ResultRecord], out: Path) -> Path | None:
     return frontier(records, "bytes", "artefact size (MB)", out, scale=1e-6)
 
 
-def save(fig, out: Path) -> Path:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(out, dpi=110, bbox_inches="tight")  # "tight": a legend placed beside the panels is kept
-    plt.close(fig)
-    return out
-
-
 FIGURES: dict[str, Callable[[list[ResultRecord], Path], Path | None]] = {
-    "accuracy_vs_length": accuracy_vs_length,
-    "speed_vs_length": speed_vs_length,
-    "memory_vs_length": memory_vs_length,
-    "gradient_flow": gradient_flow,
     "domains": domain_bars,
-    "compression_accuracy_vs_latency": accuracy_vs_latency,
-    "compression_accuracy_vs_size": accuracy_vs_size,
+    "accuracy_vs_length": accuracy_vs_length,
+    "learning_curves": learning_curves,
 }
+"""The results' figures (the headline's and the per-task tables'), in the page's order; the sections draw their own."""

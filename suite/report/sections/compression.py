@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from suite.report import formatting as fmt
-from suite.report.plots import is_compression, method_label, model_size, primary
+from suite.report.plots import (
+    accuracy_vs_latency,
+    accuracy_vs_size,
+    is_compression,
+    method_label,
+    model_size,
+    primary,
+)
 from suite.report.section import Section, register
 from suite.report.tables import drop_empty_columns
 from suite.runtime.record import ResultRecord
@@ -59,6 +66,10 @@ register(
         table="compression",
         order=70,
         rows=lambda records, outputs: compression_rows(records),
+        figures={
+            "compression_accuracy_vs_latency": accuracy_vs_latency,
+            "compression_accuracy_vs_size": accuracy_vs_size,
+        },
         intro="One row per compressed model (job=compress): its test metric beside the uncompressed "
         "weights', the artefact's size, and latency (batch 1) and throughput as ratios to the uncompressed model "
         "timed interleaved in the same job.",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from suite.report.plots import gradient_flow
 from suite.report.section import Section, register
 from suite.runtime.record import ResultRecord
 
@@ -28,6 +29,7 @@ register(
         order=60,
         printed=False,
         rows=lambda records, outputs: gradient_rows(records),
+        figures={"gradient_flow": gradient_flow},
         intro="The norm of the loss gradient at distance d from the output, relative to distance 0, at initialisation.",
     )
 )

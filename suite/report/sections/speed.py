@@ -7,7 +7,7 @@ from collections import defaultdict
 from typing import Callable
 
 from suite.report import formatting as fmt
-from suite.report.plots import is_speed, model_order, model_size
+from suite.report.plots import is_speed, memory_vs_length, model_order, model_size, speed_vs_length
 from suite.report.run_settings import variant_labels
 from suite.report.section import Section, register
 from suite.report.tables import drop_empty_columns
@@ -91,6 +91,7 @@ register(
         table="speed",
         order=20,
         rows=lambda records, outputs: speed_rows(records),
+        figures={"speed_vs_length": speed_vs_length, "memory_vs_length": memory_vs_length},
         intro="One row per point: real (non-pad) tokens per second, the median of timed calls (IQR beside the step "
         "time), peak memory per call, FLOPs from torch's counter, MFU against the matmul peak of the point's "
         "precision.",
