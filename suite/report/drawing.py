@@ -107,15 +107,18 @@ def series_key(s: Series) -> tuple[int, str, str]:
     return (*pal.order(s.first), s.label)
 
 
-def family_panels(series: list[Series], limit: int = PANEL_SERIES) -> list[tuple[str, list[Series]]]:
+def family_panels(
+    series: list[Series], colours: pal.Palette, limit: int = PANEL_SERIES
+) -> list[tuple[str, list[Series]]]:
     """(title, series) a panel: all in one when there are at most ``limit``; else one panel a family (in
-    ``palette.FAMILIES`` order), a family of more than ``limit`` split evenly ('attention variants, 1 of 2')."""
+    ``palette.FAMILIES`` order, as ``colours`` knows each model's), a family of more than ``limit`` split evenly
+    ('attention variants, 1 of 2')."""
     ordered = sorted(series, key=series_key)
     if len(ordered) <= limit:
         return [("", ordered)]
     panels = []
     for name in pal.FAMILIES:
-        members = [s for s in ordered if pal.model_family(s.first) == name]
+        members = [s for s in ordered if colours.family(s.first) == name]
         parts = math.ceil(len(members) / limit)
         size = math.ceil(len(members) / parts) if parts else 0
         for k in range(parts):

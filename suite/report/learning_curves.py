@@ -30,8 +30,9 @@ AXES = (("step", "training steps"), ("seconds", "training seconds"))
 
 
 def has_curve(r: ResultRecord) -> bool:
-    """A training run that kept its learning curve (whatever its status: a diverged run's curve says when)."""
-    return r.job == "train" and bool(r.curves.get("step"))
+    """A training run that kept its learning curve, with a validation metric along it (whatever its status: a
+    diverged run's curve says when)."""
+    return r.job == "train" and bool(r.curves.get("step")) and any(k.startswith("val_") for k in r.curves)
 
 
 def setting(r: ResultRecord) -> Setting:
@@ -89,7 +90,7 @@ def learning_curves(records: list[ResultRecord], out: Path) -> Path | None:
     for key in sorted(by_setting):
         metric = metric_of(by_setting[key])
         shown = series_of(by_setting[key], lambda r: 1.0, x=lambda r: r.seed + 1)  # a series a model: its seeds' runs
-        rows += [(key, metric, name, members) for name, members in family_panels(shown)]
+        rows += [(key, metric, name, members) for name, members in family_panels(shown, colours)]
     fig, axes = plt.subplots(len(rows), len(AXES), figsize=(11.5, 2.9 * len(rows) + 0.5), squeeze=False)
     for row, ((task, dataset, length, budget), metric, name, members) in zip(axes, rows):
         kinds = style(members, colours)

@@ -127,21 +127,21 @@ PRECISION_NOTE = "each model in the precision its run used: solid fp32, dashed b
 
 
 def family_grid(
-    records: list[ResultRecord],
+    points: list[ResultRecord],
     metrics: list[tuple[Callable[[ResultRecord], float | None], str]],
     title: str,
     out: Path,
+    colours: pal.Palette,
     failed: list[ResultRecord] | None = None,
-    logy: bool = True,
 ) -> Path | None:
-    """Against length: a column a measure (``metrics``: value, axis label), a row a panel of ``family_panels``, each
-    row's legend at its right; each column on one scale, so the families compare across rows."""
-    per_metric = [series_of(records, value) for value, _ in metrics]
+    """Against length on log scales: a column a measure of ``points`` (``metrics``: value, axis label), a row a panel of
+    ``family_panels``, each row's legend at its right; each column on one scale, so the families compare across rows.
+    ``colours``: the report's palette (from all its records, as every figure's)."""
+    per_metric = [series_of(points, value) for value, _ in metrics]
     labels = {s.label: s for group in per_metric for s in group}
     if not labels:
         return None
-    colours = pal.Palette.of(records)
-    rows = family_panels(list(labels.values()))
+    rows = family_panels(list(labels.values()), colours)
     fig, axes = plt.subplots(
         len(rows), len(metrics), figsize=(4.6 * len(metrics) + 3.2, 2.9 * len(rows) + 0.6), squeeze=False, sharex=True
     )
@@ -153,7 +153,7 @@ def family_grid(
             kinds = style(members, colours)  # a row's columns share its legend
             handles = draw_series(ax, [shown[s.label] for s in members if s.label in shown], colours, kinds)
             measured_axis(ax.xaxis, lengths)
-            (log_axis if logy else linear_axis)(ax.yaxis)
+            log_axis(ax.yaxis)
             ax.set_title(f"{axis_label}" + (f": {name}" if name else ""), fontsize=9)
             if row == len(rows) - 1:
                 ax.set_xlabel("sequence length (tokens)")
@@ -176,7 +176,7 @@ def speed_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
         (lambda r: r.speed.get("infer_tokens_per_s"), "inference tokens/s"),
     ]
     title = "How fast does each model run as the sequence grows? (higher is faster)"
-    return family_grid(ok, metrics, title, out, failed=[r for r in runs if r.status != "ok"])
+    return family_grid(ok, metrics, title, out, pal.Palette.of(records), failed=[r for r in runs if r.status != "ok"])
 
 
 def memory_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
@@ -188,12 +188,14 @@ def memory_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
         (lambda r: r.speed.get("peak_mem_train_bytes", 0) / 2**20 or None, "peak MiB, training step"),
         (lambda r: r.speed.get("peak_mem_infer_bytes", 0) / 2**20 or None, "peak MiB, inference"),
     ]
-    return family_grid(ok, metrics, "How much memory does each model need as the sequence grows? (lower is less)", out)
+    title = "How much memory does each model need as the sequence grows? (lower is less)"
+    return family_grid(ok, metrics, title, out, pal.Palette.of(records))
 
 
 def accuracy_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
     """The primary test metric against length, a panel a (task, dataset, budget) trained at several lengths: a curve
-    is drawn at one budget only (``length_curves``); more than ``PANEL_SERIES`` models are split by family."""
+    is drawn at one budget only (``length_curves``); more than ``PANEL_SERIES`` models are split by family, on one
+    scale."""
     curves = length_curves(records)
     runs = [r for r in records if study(r) in curves and r.job == "train"]
     ok = [r for r in runs if r.status == "ok" and primary(r)]
@@ -204,7 +206,7 @@ def accuracy_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
     for key in sorted(curves):
         shown = [r for r in ok if study(r) == key]
         metric = primary(shown[0])[0]
-        for name, members in family_panels(series_of(shown, lambda r: r.metrics.get(metric))):
+        for name, members in family_panels(series_of(shown, lambda r: r.metrics.get(metric)), colours):
             panels.append((key, metric, name, members))
     columns = min(3, len(panels))
     rows = math.ceil(len(panels) / columns)
@@ -221,6 +223,8 @@ def accuracy_vs_length(records: list[ResultRecord], out: Path) -> Path | None:
         ax.set_xlabel("sequence length (tokens)")
         ax.set_ylabel(f"test {metric}")
         ax.legend(handles=handles, fontsize=7, loc="best", framealpha=0.7)
+    for key in curves:  # a study split by family: its panels on one scale
+        share_scale([ax for ax, panel in zip(axes.flat, panels) if panel[0] == key])
     fig.suptitle("Does accuracy hold as the sequence grows? (one budget a panel; bars: std over seeds)", fontsize=10)
     missing_note(fig, [r for r in runs if r.status != "ok"])
     return save(fig, out)
@@ -274,7 +278,7 @@ def gradient_flow(records: list[ResultRecord], out: Path) -> Path | None:
         return None
     colours = pal.Palette.of(records)
     fig, ax = plt.subplots(figsize=(6.5, 4.4))
-    for k, r in enumerate(sorted(runs, key=lambda r: (*pal.order(r), r.seq_len or 0))):
+    for r in sorted(runs, key=lambda r: (*pal.order(r), r.seq_len or 0)):
         curve = r.curves["grad_norm_relative_by_distance"]
         floor = [max(v, 1e-30) for v in curve]
         ax.plot(
@@ -339,7 +343,7 @@ def bars_panel(ax, members: list[Series], colours: pal.Palette, metric: str) -> 
     its end with the seeds counted, the std as an error bar where it has seeds; the chance and commonest-class lines
     on an accuracy panel. Returns ``baseline_lines``' note."""
     kinds = style(members, colours)
-    families = [pal.model_family(s.first) for s in members]
+    families = [colours.family(s.first) for s in members]
     ys = [k + 0.5 * sum(a != b for a, b in zip(families[:k], families[1 : k + 1])) for k in range(len(members))]
     values = [s.points[1] for s in members]
     means = [statistics.mean(v) for v in values]
