@@ -8,6 +8,7 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 SHARED_DATA ?= $(abspath ../shared/data)
 FASHION_MNIST := /usr/share/datasets/fashion-mnist
+CHROMIUM := /usr/bin/chromium
 RUN := $(PYTHON) -m suite.run
 BENCH_DIR ?= runs/bench-quick
 BENCH_FULL_DIR ?= runs/bench-full
@@ -73,7 +74,7 @@ define bench_attention_recall
 	$(PAR) $(RUN) -m $(BENCH_RECALL) model/attention=$(BENCH_RECALL_OTHERS)
 endef
 
-.PHONY: help install snapshot data fashion-mnist pathfinder bench-lra test test-slow lint docs precision-check bench bench-tuned bench-pretrained bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf figures gpu-check clean
+.PHONY: help install snapshot data fashion-mnist browser pathfinder bench-lra test test-slow lint docs precision-check bench bench-tuned bench-pretrained bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf figures gpu-check clean
 
 help: ## List the commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -94,10 +95,17 @@ fashion-mnist: ## Install Fashion-MNIST from Debian (dataset-fashion-mnist), if 
 	    || echo "warning: could not install dataset-fashion-mnist; the Fashion-MNIST dataset will be missing"; \
 	fi
 
+browser: ## Install Debian's chromium (the report page's test opens index.html in it, headless), if missing
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  echo "installing chromium (Debian package)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	    || echo "warning: could not install chromium; tests/test_report_page.py will skip (and fail in CI)"; \
+	fi
+
 data: install fashion-mnist ## Prepare data/ from ../shared/data (links) and Fashion-MNIST
 	$(PYTHON) -m suite.data.datadir --source $(SHARED_DATA)
 
-test: data lint docs ## Run the tests (fast set; a few minutes), after the lint and the documentation build
+test: data lint docs browser ## Run the tests (fast set; a few minutes), after the lint and the documentation build
 	$(PYTHON) -m pytest -m "not slow" -q
 
 lint: install ## ruff: lint and format check (line length 120; `ruff format .` applies the format)

@@ -13,25 +13,24 @@ from __future__ import annotations
 
 import argparse
 import functools
-import html
 import platform
-import re
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from suite.report import formatting as fmt
 from suite.report.compare import cpu_kind
+from suite.report.page import render_page
 from suite.report.plots import FIGURES, family, model_order, primary
 from suite.report.run_settings import variant_labels
 from suite.report.section import discover
-from suite.report.significance import Outputs, run_outputs, seed_interval
+from suite.report.significance import Outputs, metric_bounds, run_outputs, seed_interval
 from suite.report.split_results import write_sections
 from suite.report.tables import drop_empty_columns, markdown, write_table
 from suite.report.verdict import OutputsOf, judged
 from suite.runtime.paths import PROJECT_ROOT
-from suite.runtime.record import ResultRecord, find_results, trainer_name
+from suite.runtime.record import ResultRecord, find_results, stopped_by, trainer_name
 
 
 def no_outputs(record: ResultRecord) -> Outputs | None:
@@ -56,7 +55,8 @@ def test_metric_names(runs: list[ResultRecord]) -> list[str]:
 
 @dataclass
 class Experiment:
-    """Runs of one experiment (task, dataset, model, length, trainer profile, variant), pooled over seeds."""
+    """Runs of one experiment (task, dataset, model, length, trainer profile, variant), pooled over seeds: one run a
+    seed; ``repeated``, the seeds that had more than one run (how many), each counted once."""
 
     task: str
     dataset: str
@@ -65,6 +65,7 @@ class Experiment:
     trainer: str
     variant: str
     runs: list[ResultRecord]
+    repeated: dict[int, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> list[ResultRecord]:
@@ -91,19 +92,53 @@ class Experiment:
         return " | ".join(f"{r.status}: {r.error}" for r in self.runs if r.status != "ok")[:200]
 
 
+def data_of(r: ResultRecord) -> tuple[str, str]:
+    """What a run read: its data's folder and fingerprint (``suite.data.datadir.identity``; empty: generated data, or a
+    record from before the field)."""
+    return r.data.get("dir", ""), r.data.get("fingerprint", "")
+
+
+def data_labels(records: list[ResultRecord]) -> dict[tuple[str, str, tuple[str, str]], str]:
+    """(task, dataset, data) -> how a row names its data: '' where every run of the task and dataset read the same,
+    else 'data <folder>' (with 'files <fingerprint>' where one folder held different files)."""
+    seen: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
+    for r in records:
+        seen[(r.task, r.dataset)].add(data_of(r))
+    labels = {}
+    for (task, dataset), datas in seen.items():
+        for folder, fingerprint in datas:
+            alike = sum(1 for other, _ in datas if other == folder) > 1
+            name = f"data {folder or 'not recorded'}" + (f" (files {fingerprint or 'not recorded'})" if alike else "")
+            labels[(task, dataset, (folder, fingerprint))] = name if len(datas) > 1 else ""
+    return labels
+
+
+def counted_once(runs: list[ResultRecord]) -> tuple[list[ResultRecord], dict[int, int]]:
+    """One run a seed (the first that finished ok, else the first), in the runs' order, and the seeds that had more
+    (seed -> runs): a run directory copied, or a seed run again, is counted once and said."""
+    by_seed: dict[int, list[ResultRecord]] = defaultdict(list)
+    for r in runs:
+        by_seed[r.seed].append(r)
+    kept = {id(next((r for r in same if r.status == "ok"), same[0])) for same in by_seed.values()}
+    return [r for r in runs if id(r) in kept], {seed: len(same) for seed, same in by_seed.items() if len(same) > 1}
+
+
 def experiments(records: list[ResultRecord]) -> list[Experiment]:
-    """One experiment per (task, dataset, model, seq_len, trainer profile, variant), sorted.
+    """One experiment per (task, dataset, data read, model, seq_len, trainer profile, variant), sorted.
 
     The variant names the settings that set runs of one model and profile apart
     (``suite.report.run_settings``): runs that differ in more than their seed are never pooled. Runs of
     several attention variants are named by the variant ('local attention'), then by the
-    settings that differ among that variant's runs.
+    settings that differ among that variant's runs. Runs of one task and dataset that read different files (another
+    data directory, or the files changed: ``ResultRecord.data``) are never pooled either: the variant names the
+    folder. A seed that ran more than once in an experiment counts once and is flagged (``Experiment.repeated``).
     """
+    data = data_labels(records)
     base: dict[tuple, list[ResultRecord]] = defaultdict(list)
     for r in records:
-        base[(r.task, r.dataset, r.model, r.seq_len, trainer_name(r))].append(r)
+        base[(r.task, r.dataset, r.model, r.seq_len, trainer_name(r), data[(r.task, r.dataset, data_of(r))])].append(r)
     groups: dict[tuple, list[ResultRecord]] = defaultdict(list)
-    for key, runs in base.items():
+    for (*key, read), runs in base.items():
         kinds = sorted({r.attention or "" for r in runs})
         for kind in (
             kinds
@@ -112,12 +147,12 @@ def experiments(records: list[ResultRecord]) -> list[Experiment]:
             # named where runs of several cores meet, and always for a core other than full attention
             prefix = f"{kind} attention" if kind and (len(kinds) > 1 or kind != "full") else ""
             for r, label in zip(members, variant_labels([r.config for r in members])):
-                groups[(*key, ", ".join(part for part in (prefix, label) if part))].append(r)
+                groups[(*key, ", ".join(part for part in (read, prefix, label) if part))].append(r)
     order = model_order(records)
     ordered = sorted(
         groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][3] or 0, kv[0][4], kv[0][5], order(kv[0][2]))
     )
-    return [Experiment(*key, runs) for key, runs in ordered]
+    return [Experiment(*key, *counted_once(runs)) for key, runs in ordered]
 
 
 def detail_rows(exps: list[Experiment]) -> list[dict[str, str]]:
@@ -133,14 +168,15 @@ def detail_rows(exps: list[Experiment]) -> list[dict[str, str]]:
             "length": str(e.seq_len or ""),
             "trainer": e.trainer,
             "variant": e.variant,
-            "runs": f"{len(e.ok)}/{len(e.runs)} ok",
+            "runs": f"{len(e.ok)}/{len(e.runs)} ok" + repeated_text(e),
             "params": fmt.rate(e.ok[0].params) if e.ok and e.ok[0].params else "",
         }
         row |= {m: (fmt.mean_std(e.values(m)) + cut if e.values(m) else "") for m in metrics}
-        row["95 % CI over seeds"] = seeds_ci(e)
+        row[SEEDS_COLUMN] = seeds_ci(e)
         row["train tok/s"] = fmt.mean_std(e.speeds("train_tokens_per_s"), fmt.rate)
         row["infer tok/s"] = fmt.mean_std(e.speeds("infer_tokens_per_s"), fmt.rate)
         row["steps"] = fmt.mean_std([float(r.steps) for r in e.ok if r.steps], fmt.rate)
+        row["stopped by"] = stops(e)
         row["train time"] = fmt.mean_std([r.train_seconds for r in e.ok if r.train_seconds], fmt.seconds)
         row["precision"] = e.precision if e.ok else ""
         row["failures"] = e.failures
@@ -148,11 +184,36 @@ def detail_rows(exps: list[Experiment]) -> list[dict[str, str]]:
     return drop_empty_columns(rows, keep=("task", "model", "runs"))
 
 
+SEEDS_COLUMN = "over seeds"
+
+
 def seeds_ci(e: Experiment) -> str:
-    """'accuracy [0.794, 0.818]': the primary metric's 95 % interval of the mean over the experiment's seeds."""
+    """'accuracy 95 % CI [0.794, 0.818]' (three seeds or more: the interval of the mean, within the metric's bounds),
+    'accuracy range [0.610, 0.740] (2 seeds)' (two: their range), '' (one): the primary metric over the seeds."""
     p = primary(e.ok[0]) if e.ok else None
-    interval = seed_interval(e.values(p[0])) if p else None
-    return f"{p[0]} [{fmt.metric(interval[0])}, {fmt.metric(interval[1])}]" if interval else ""
+    spread = seed_interval(e.values(p[0]), metric_bounds(p[0])) if p else None
+    return f"{p[0]} {spread.text(fmt.metric)}" if spread else ""
+
+
+def repeated_text(e: Experiment) -> str:
+    """'; seed 0 ran 2 times, counted once' for the seeds that ran more than once ('' where none did)."""
+    said = ", ".join(f"seed {seed} ran {n} times" for seed, n in sorted(e.repeated.items()))
+    return f"; {said}, counted once" if said else ""
+
+
+def stops(e: Experiment) -> str:
+    """How the runs that ended before their planned steps stopped: 'time cap 900 s: 2 of 3 runs, 310-350 steps'
+    (``suite.runtime.record.stopped_by``); '' where every run took its planned steps."""
+    ended: dict[str, list[int]] = defaultdict(list)
+    for r in e.ok:
+        if why := stopped_by(r):
+            ended[why].append(r.steps or 0)
+    return "; ".join(
+        f"{why}: {len(steps)} of {len(e.ok)} runs, "
+        + (f"{min(steps)}-{max(steps)}" if min(steps) < max(steps) else f"{steps[0]}")
+        + " steps"
+        for why, steps in ended.items()
+    )
 
 
 def detail_tables(exps: list[Experiment]) -> dict[str, list[dict[str, str]]]:
@@ -229,6 +290,7 @@ def csv_rows(exps: list[Experiment]) -> list[dict[str, object]]:
             "variant": e.variant,
             "runs": len(e.runs),
             "ok": len(e.ok),
+            "repeated_seeds": " ".join(f"{seed}x{n}" for seed, n in sorted(e.repeated.items())),
             "params": e.ok[0].params if e.ok else "",
             "precision": e.precision,
             "shortened": e.shortened,
@@ -240,19 +302,6 @@ def csv_rows(exps: list[Experiment]) -> list[dict[str, object]]:
         row["failures"] = e.failures
         rows.append(row)
     return rows
-
-
-def html_cell(value: str) -> str:
-    """Escaped, with markdown's **bold** kept as bold."""
-    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(value))
-
-
-def html_table(rows: list[dict[str, str]]) -> str:
-    if not rows:
-        return "<p>(none)</p>"
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{html_cell(v)}</td>" for v in r.values()) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 GLANCE = (
@@ -272,27 +321,6 @@ def results_markdown(headline: list[dict[str, str]], details: dict[str, list[dic
     parts += [f"## {task}\n\n" + markdown(rows) for task, rows in details.items()]
     text = "\n".join(parts)
     return text + (f"\n{CUT_NOTE}\n" if CUT in text else "")
-
-
-def index_html(
-    name: str, sections: dict[str, list[dict[str, str]]], figures: list[Path], machine: str, intros: dict[str, str]
-) -> str:
-    parts = [
-        f"<!doctype html><meta charset='utf-8'><title>{html.escape(name)}</title>",
-        "<style>body{font-family:sans-serif;max-width:1400px;margin:auto;line-height:1.4}table{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f3f3f3}img{max-width:100%}"
-        ".note{color:#555;font-size:13px}</style>",
-        f"<h1>Benchmark report: {html.escape(name)}</h1><p class='note'>{html.escape(machine)}</p>",
-    ]
-    for title, rows in sections.items():
-        if rows:
-            intro = f"<p class='note'>{html.escape(intros[title])}</p>" if intros.get(title) else ""
-            parts.append(f"<h2>{html.escape(title)}</h2>{intro}{html_table(rows)}")
-    if any(CUT in v for rows in sections.values() for r in rows for v in r.values()):
-        parts.append(f"<p class='note'>{html.escape(CUT_NOTE)}</p>")
-    for fig in figures:
-        parts.append(f"<h2>{html.escape(fig.stem.replace('_', ' '))}</h2><img src='{fig.name}' alt='{fig.stem}'>")
-    return "\n".join(parts) + "\n"
 
 
 def build_report(
@@ -331,7 +359,8 @@ def build_report(
     (out_dir / "machine.txt").write_text(machine + "\n")
     sections = {"results at a glance": headline, **details, **shown}
     intros = {"results at a glance": GLANCE} | {s.title: s.intro for s in registered}
-    (out_dir / "index.html").write_text(index_html(name, sections, figures, machine, intros))
+    homes = {fig: section.title for section in registered for fig in section.figures}  # the rest: the headline's
+    (out_dir / "index.html").write_text(render_page(name, sections, figures, machine, intros, homes, {CUT: CUT_NOTE}))
     return sections
 
 
