@@ -181,7 +181,7 @@ def execute(
             record = ResultRecord(
                 status=status,
                 error=f"{type(err).__name__}: {err}",
-                **({"dataset": ""} | planned_fields(cfg.task) | base),
+                **({"dataset": ""} | planned_fields(cfg.task) | base | getattr(err, "fields", {})),
             )
         signals.hold()
         record.wall_seconds = time.perf_counter() - started

@@ -7,6 +7,7 @@ from suite.jobs.prepare import planned_fields, prepare
 from suite.models.classifier import count_parameters
 from suite.run import execute
 from suite.runtime.failures import Diverged, Interrupted, PointSkipped, PointTimeout, RunFailure, status_of
+from suite.runtime.record import RESULT_FILE, read_result
 from tests.conftest import CONF, compose_config, shrink
 
 TASKS = sorted(p.stem for p in (CONF / "task").glob("*.yaml"))
@@ -104,6 +105,18 @@ def test_a_job_failure_is_recorded_with_the_exception_status_and_the_planned_fie
     record = execute(shrink(compose_config("task=long_range", "model=lstm", "task.seq_len=24")), tmp_path)
     assert record.status == "diverged" and record.error == "Diverged: loss is nan at step 3"
     assert record.dataset == "recall" and record.seq_len == 24 and record.model == "lstm"
+
+
+def test_a_run_whose_loss_explodes_is_recorded_diverged_with_its_curve(tmp_path):
+    """A learning rate far too high: the loss grows past ``convergence.explode`` times the untrained one (or becomes
+    inf); the record says diverged, at which step, and keeps the curve up to there."""
+    cfg = compose_config(
+        "task=long_range", "model=rnn", "trainer.optimizer.lr=1e3", "trainer.grad_clip=0", "trainer.max_steps=60"
+    )
+    record = execute(shrink(cfg), tmp_path)
+    assert record.status == "diverged" and " at step " in record.error
+    assert record.convergence["verdict"] == "diverged" and record.curves["train_step"][0] == 1.0
+    assert read_result(tmp_path / RESULT_FILE).curves == record.curves
 
 
 def test_a_missing_dataset_keeps_the_records_dataset_and_length(tmp_path):

@@ -116,6 +116,17 @@ def test_crashed_run_resumes_to_the_same_weights_and_metrics(tmp_path, every_s, 
     )  # a finished run keeps its best weights only
 
 
+def test_a_resumed_run_continues_one_learning_curve(tmp_path):
+    """Validations mid-epoch (``evaluations``): the resumed run's curve is the uninterrupted run's, point for point
+    (the seconds aside: they are the runs' own)."""
+    task, model_cfg = recall_task()
+    whole, resumed = crash_and_resume(task, model_cfg, tmp_path, crash_at=11, checkpoint_every_s=0.0, evaluations=6)
+    assert resumed.resumed_at == 10 and whole.curves["step"] == [4.0, 8.0, 12.0, 16.0, 20.0, 24.0]
+    for key in whole.curves.keys() - {"seconds"}:
+        assert whole.curves[key] == resumed.curves[key], key
+    assert whole.convergence == resumed.convergence
+
+
 def test_length_bucketed_batches_resume_exactly(tmp_path):
     """Translation: the batch order comes from a custom batch sampler's generator, and the loader draws from the global
     generator."""

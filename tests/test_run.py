@@ -88,6 +88,9 @@ def test_every_task_runs_end_to_end(task, model, tmp_path, request):
     assert data["speed"]["train_tokens_per_s"] > 0 and data["speed"]["infer_items_per_s"] > 0
     assert data["config"]["model"]["name"] == model
     assert (tmp_path / "checkpoints" / "best.pt").exists()
+    # the learning curve and its verdict (3 steps: a curve too short to judge, said so)
+    assert data["curves"]["step"][-1] == 3 and len(data["curves"][f"val_{metric}"]) == len(data["curves"]["step"])
+    assert data["convergence"]["verdict"] == "too few evaluations" and data["convergence"]["metric"] == metric
 
 
 @pytest.mark.parametrize("model", ["transformer", "lstm"])

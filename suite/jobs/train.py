@@ -97,6 +97,8 @@ def train(
         resumed_at=fit.resumed_at,
         world_size=world.size,
         backend=world.backend,
+        curves=fit.curves,
+        convergence=fit.convergence,
         **pretrained,
     )
     if not world.main:

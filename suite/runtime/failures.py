@@ -11,9 +11,11 @@ from typing import Callable
 
 
 class RunFailure(RuntimeError):
-    """A run that ended without a result; ``status`` is what its record says."""
+    """A run that ended without a result; ``status`` is what its record says, ``fields`` what else it keeps (e.g. the
+    learning curve up to a divergence)."""
 
     status = "failed"
+    fields: dict = {}  # noqa: RUF012 - replaced per instance, never mutated
 
 
 class Diverged(RunFailure):

@@ -65,7 +65,13 @@ class ResultRecord:
     scored_with: str | None = None  # job=evaluate: how the task scored the saved weights (e.g. its decoding), in words
     wall_seconds: float | None = None
     error: str | None = None
-    curves: dict[str, list[float]] = field(default_factory=dict)
+    curves: dict[str, list[float]] = field(
+        default_factory=dict
+    )  # a training run's learning curve (step, examples, seconds, val_<metric>, train_step, train_loss); other jobs'
+    # own curves (a context or length axis)
+    convergence: dict[str, Any] = field(
+        default_factory=dict
+    )  # the verdict on the learning curve (suite.training.convergence: verdict, reason, gain, test parameters)
     artifacts: list[str] = field(default_factory=list)  # files the task wrote into the run directory (plots)
     pretrain: dict[str, Any] = field(
         default_factory=dict

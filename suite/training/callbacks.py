@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
+from suite.runtime.failures import Diverged
 from suite.runtime.tracking import Tracker
 from suite.training.checkpoint import BEST, write_weights
+from suite.training.convergence import ConvergenceTest
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -233,6 +235,57 @@ class TrackerLog(Callback):
             self.tracker.log({f"val/{k}": v for k, v in state.val.items()} | {"epoch": state.epoch}, state.step)
 
 
+class LearningCurve(Callback):
+    """The run's learning curve, for its record (``curves``): at every validation the step, examples seen, training
+    seconds and each validation metric; the training loss every ``every`` steps.
+
+    A loss that explodes while staying finite stops the run as diverged (``ConvergenceTest.exploded``: over
+    ``explode`` times the untrained model's loss), naming the step; a NaN is caught by the step itself. The curve is
+    part of ``last.pt``: a resumed run continues one curve.
+    """
+
+    def __init__(self, every: int, test: ConvergenceTest) -> None:
+        self.every, self.test = max(1, every), test
+        self.val: list[dict[str, float]] = []
+        self.train: list[tuple[int, float]] = []
+
+    def on_step_end(self, state: FitState) -> None:
+        if state.step % self.every == 0 or state.step == 1:
+            loss = state.loss_value()  # every rank: the value is averaged over them
+            self.train.append((state.step, loss))
+            self.check("training loss", loss, state.step)
+
+    def on_validation_end(self, state: FitState) -> None:
+        point = {"step": float(state.step), "examples": float(state.items), "seconds": state.elapsed()}
+        self.val.append(point | {f"val_{k}": float(v) for k, v in state.val.items()})
+        if "loss" in state.val:
+            self.check("validation loss", float(state.val["loss"]), state.step)
+
+    def check(self, what: str, loss: float, step: int) -> None:
+        untrained = self.train[0][1] if self.train else math.nan
+        if self.test.exploded(loss, untrained):
+            raise Diverged(
+                f"{what} {loss:.3g} at step {step} is over {self.test.explode:g}x the untrained model's training "
+                f"loss {untrained:.3g} (convergence.explode)"
+            )
+
+    def columns(self) -> dict[str, list[float]]:
+        """The curve as the record keeps it: one list per quantity (``step``, ``examples``, ``seconds``,
+        ``val_<metric>``, and ``train_step``, ``train_loss``)."""
+        keys = list(dict.fromkeys(k for point in self.val for k in point))
+        out = {k: [point.get(k, math.nan) for point in self.val] for k in keys}
+        if self.train:
+            out["train_step"] = [float(step) for step, _ in self.train]
+            out["train_loss"] = [loss for _, loss in self.train]
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"val": self.val, "train": self.train}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.val, self.train = list(state["val"]), [tuple(p) for p in state["train"]]
+
+
 class Progress(Callback):
     """A progress bar on a terminal; a log line per epoch always (a redirected log stays readable)."""
 
@@ -261,7 +314,7 @@ class Progress(Callback):
                 state.epoch,
                 state.step,
                 state.total,
-                state.train_seconds,
+                state.elapsed(),
                 ", ".join(f"{k}={v:.4f}" for k, v in state.val.items()),
             )
 

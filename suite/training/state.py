@@ -47,6 +47,8 @@ class FitState:
     epoch_generators: list[Tensor] = field(
         default_factory=list
     )  # the data order's generator states at the epoch's start
+    eval_every: int | None = None  # steps between validations (None: at each epoch's end)
+    validated_at: int = -1  # the step of the last validation
     _loss_cache: tuple[int, float] | None = None
 
     def elapsed(self) -> float:

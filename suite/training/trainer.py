@@ -1,7 +1,8 @@
 """The one fit / evaluate loop that every task and model goes through.
 
 AdamW (or any injected optimizer), a per-step schedule, gradient clipping, optional bf16
-autocast and validation every epoch. Everything else hooks in as a callback
+autocast and validation every epoch, or ``evaluations`` times over the planned steps (the learning curve that the
+convergence verdict reads: ``suite.training.convergence``). Everything else hooks in as a callback
 (``suite/training/callbacks.py``): the best checkpoint, early stopping, the time budget, logging and
 progress. The loop itself owns what a resumed run needs to continue exactly: ``last.pt``
 (model, optimizer, schedule, counters, callback states, every random state and the position
@@ -17,7 +18,7 @@ import logging
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -36,12 +37,14 @@ from suite.training.callbacks import (
     Callback,
     EarlyStopping,
     Hooks,
+    LearningCurve,
     Progress,
     TargetReached,
     TimeBudget,
     TrackerLog,
 )
 from suite.training.checkpoint import LAST, loader_generators, read_last, rng_state, set_rng_state, write_last
+from suite.training.convergence import ConvergenceTest, Verdict
 from suite.training.optim import decay_groups
 from suite.training.state import FitState
 from suite.training.step import Update, optimizer_step
@@ -58,7 +61,15 @@ def limited(batches: Iterable[Batch], limit: int | None) -> Iterator[Batch]:
         yield batch
 
 
-RESUME_MAY_CHANGE = ("progress", "log_every", "checkpoint_every_s", "resume", "time_budget_s", "eval_batch_size")
+RESUME_MAY_CHANGE = (
+    "progress",
+    "log_every",
+    "checkpoint_every_s",
+    "resume",
+    "time_budget_s",
+    "eval_batch_size",
+    "convergence",
+)
 """Trainer settings a resumed run may change (they do not change what is computed); any other difference refuses the
 checkpoint."""
 
@@ -80,6 +91,8 @@ class FitResult:
     planned_steps: int | None = None  # the steps the schedule was planned for, before any budget cut
     resumed_at: int | None = None  # the step a resumed run continued from
     world_size: int = 1
+    curves: dict[str, list[float]] = field(default_factory=dict)  # the learning curve (``LearningCurve.columns``)
+    convergence: dict[str, Any] = field(default_factory=dict)  # the verdict on it (``Verdict.record``)
 
 
 @dataclass
@@ -121,6 +134,10 @@ class Trainer:
             embeddings, positions; ``suite/training/optim.py``) or 'all' (every parameter).
         callbacks: more callbacks for every fit, after the standard ones (from config, e.g. ``experiment=tune``'s
             report to the study).
+        evaluations: validate this many times, evenly over the planned steps, and at the end (None: at every epoch's
+            end). Patience counts validations.
+        convergence: the test that judges the learning curve at the end and stops a run whose loss explodes
+            (``suite.training.convergence.ConvergenceTest``; its defaults when None).
     """
 
     def __init__(
@@ -145,6 +162,8 @@ class Trainer:
         resume: str = "auto",
         decay: str = "matrices",
         callbacks: Sequence[Callback] = (),
+        evaluations: int | None = None,
+        convergence: ConvergenceTest | None = None,
     ) -> None:
         if precision not in numerics.PRECISIONS:
             raise ValueError(f"trainer.precision must be one of {numerics.PRECISIONS}, got {precision!r}")
@@ -161,6 +180,10 @@ class Trainer:
             raise ValueError(f"trainer.decay must be 'matrices' or 'all', got {decay!r}")
         self.decay = decay
         self.injected = list(callbacks)
+        if evaluations is not None and evaluations < 1:
+            raise ValueError(f"trainer.evaluations must be a positive count or null (every epoch), got {evaluations}")
+        self.evaluations = evaluations
+        self.convergence = convergence or ConvergenceTest()
 
     def replan(self, optimizer: torch.optim.Optimizer, total: int, done: int) -> Any:
         """A fresh schedule over ``total`` steps, advanced to step ``done``."""
@@ -208,6 +231,7 @@ class Trainer:
         out += [BestCheckpoint(checkpoint_dir)] + ([EarlyStopping(self.patience)] if self.patience else [])
         out += [TargetReached(self.stop_at)] if self.stop_at is not None else []
         return out + [
+            LearningCurve(self.log_every, self.convergence),
             TrackerLog(tracker, self.log_every),
             Progress(f"{task.name}/{self.name}", self.progress, self.log_every),
         ]
@@ -280,20 +304,29 @@ class Trainer:
             position = self.restore(path, state, hooks, saves.identity)
             log.info("resumed from %s at epoch %d, step %d", path, position["epoch"], state.step)
         resumed_at = state.step if position is not None else None
+        state.eval_every = self.eval_every(state.planned)
         # The wrapper averages gradients over ranks; evaluation and checkpoints use the plain model.
         stepped = (
             model if not world.distributed else nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
         )
         hooks.fire("on_fit_start", state)
-        with StopSignals() as signals:
-            for epoch in range(position["epoch"] if position else 1, self.max_epochs + 1):
-                if state.stop_reason is not None:  # resumed from the end of the epoch that stopped it
-                    break
-                self.train_epoch(stepped, state, hooks, saves, signals, epoch, position)
-                position = None
-                self.end_epoch(state, hooks, saves, loaders["val"])
-                if state.stop_reason is not None:
-                    break
+        try:
+            with StopSignals() as signals:
+                for epoch in range(position["epoch"] if position else 1, self.max_epochs + 1):
+                    if state.stop_reason is not None:  # resumed from the end of the epoch that stopped it
+                        break
+                    self.train_epoch(stepped, state, hooks, saves, signals, epoch, position, loaders["val"])
+                    position = None
+                    self.end_epoch(state, hooks, saves, loaders["val"])
+                    if state.stop_reason is not None:
+                        break
+        except Diverged as err:  # the record keeps the curve up to where it diverged
+            curve = learning_curve(hooks)
+            err.fields = {
+                "curves": curve.columns() if curve else {},
+                "convergence": Verdict("diverged", str(err), state.primary, test=asdict(self.convergence)).record(),
+            }
+            raise
         hooks.fire("on_fit_end", state)
         if checkpoint_dir is not None and world.main:  # a finished run needs no resume state; best.pt stays
             (checkpoint_dir / LAST).unlink(missing_ok=True)
@@ -308,9 +341,10 @@ class Trainer:
         signals: StopSignals,
         epoch: int,
         position: dict[str, Any] | None,
+        val_batches: Iterable[Batch] = (),
     ) -> None:
-        """The epoch's steps, each followed by the callbacks; ``last.pt`` when a signal stops the run (then
-        ``Interrupted``) or when one is due."""
+        """The epoch's steps, each followed by the callbacks and, when one is due (``evaluations``), a validation;
+        ``last.pt`` when a signal stops the run (then ``Interrupted``) or when one is due."""
         state.epoch = epoch
         state.model.train()
         distributed.set_epoch(state.loader, epoch)
@@ -322,6 +356,9 @@ class Trainer:
             if self.max_steps is not None and state.step >= self.max_steps:
                 state.stop_reason = "max_steps"
             hooks.fire("on_step_end", state)
+            if state.eval_every is not None and state.step % state.eval_every == 0 and state.stop_reason is None:
+                self.validate_now(state, hooks, val_batches)
+                stepped.train()
             if self.agree(state, signals.received is not None):
                 self.save(saves, state, hooks, at_epoch_end=False)
                 raise Interrupted(
@@ -338,17 +375,37 @@ class Trainer:
         state.clock = None
 
     def end_epoch(self, state: FitState, hooks: Hooks, saves: Saves, val_batches: Iterable[Batch]) -> None:
-        """After an epoch: its callbacks, validation and theirs, then ``last.pt`` at the epoch's end."""
+        """After an epoch: its callbacks, validation (every epoch, or at the end of a run that validates at
+        ``evaluations`` points) and theirs, then ``last.pt`` at the epoch's end."""
         hooks.fire("on_epoch_end", state)
         self.agree(state, False)
+        ending = state.stop_reason is not None or state.epoch == self.max_epochs
+        if (state.eval_every is None or ending) and state.validated_at != state.step:
+            self.validate_now(state, hooks, val_batches)
+        self.save(saves, state, hooks, at_epoch_end=True)
+
+    def eval_every(self, planned: int) -> int | None:
+        """Steps between validations: ``evaluations`` spread over the planned steps (None: at every epoch's end)."""
+        return None if self.evaluations is None else max(1, math.ceil(planned / self.evaluations))
+
+    def validate_now(self, state: FitState, hooks: Hooks, val_batches: Iterable[Batch]) -> None:
+        """Validate (the training clock paused: ``train_seconds`` counts training alone), then the callbacks."""
+        running = state.clock is not None
+        if running:
+            state.train_seconds += time.perf_counter() - state.clock
+            state.clock = None
         state.val = self.validate(state.model, state.task, val_batches, state.device, state.world)
+        state.validated_at = state.step
         hooks.fire("on_validation_end", state)
         self.agree(state, False)
-        self.save(saves, state, hooks, at_epoch_end=True)
+        if running:
+            sync(state.device)
+            state.clock = time.perf_counter()
 
     def result(self, state: FitState, hooks: Hooks, resumed_at: int | None) -> FitResult:
         """The fit's figures: the best validation epoch's (``BestCheckpoint``), throughput summed over ranks."""
         best = next((h for h in hooks if isinstance(h, BestCheckpoint)), None)
+        curve = learning_curve(hooks)
         tokens, items = distributed.reduce([state.tokens, state.items], "sum", state.world, state.device)
         seconds = max(distributed.reduce([state.train_seconds], "max", state.world, state.device)[0], 1e-9)
         return FitResult(
@@ -364,7 +421,16 @@ class Trainer:
             planned_steps=state.planned,
             resumed_at=resumed_at,
             world_size=state.world.size,
+            curves=curve.columns() if curve else {},
+            convergence=self.verdict(state, curve).record(),
         )
+
+    def verdict(self, state: FitState, curve: LearningCurve | None) -> Verdict:
+        """The convergence verdict on the primary validation metric's curve (``suite.training.convergence``)."""
+        if state.stop_reason == "target_reached" and self.stop_at is not None:
+            return self.convergence.reached(self.stop_at, state.primary)
+        columns = curve.columns() if curve else {}
+        return self.convergence.judge(columns.get("step", []), columns.get(f"val_{state.primary}", []), state.primary)
 
     def parameter_groups(self, model: nn.Module) -> list[dict[str, Any]] | list[nn.Parameter]:
         """What the optimizer updates: every trainable parameter, or (``decay='matrices'``) two groups, decayed and
@@ -541,6 +607,11 @@ class Trainer:
             **self.choice(device, model).fields(),
             planned_steps=0,
         )
+
+
+def learning_curve(hooks: Hooks) -> LearningCurve | None:
+    """The fit's learning-curve callback."""
+    return next((h for h in hooks if isinstance(h, LearningCurve)), None)
 
 
 def callback_keys(names: Iterable[str]) -> list[tuple[str, int]]:

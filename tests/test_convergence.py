@@ -1,0 +1,165 @@
+"""The convergence verdict: its error rates measured on synthetic curves, its stability when the same run is
+evaluated more or less often, and the verdicts a real run's record carries (suite/training/convergence.py).
+
+The rates are printed (``pytest -s``) and bounded: the test is stated in docs/convergence.md with these figures.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from suite.training.convergence import (
+    DIVERGED,
+    NO_CURVE,
+    PLATEAUED,
+    STILL_LEARNING,
+    TOO_FEW,
+    ConvergenceTest,
+    higher_is_better,
+)
+
+TEST = ConvergenceTest()
+STEPS = 1000
+TRIALS = 1000
+NOISE = 0.02  # one evaluation's noise, in accuracy
+
+
+def grid(evaluations: int) -> np.ndarray:
+    """Steps of ``evaluations`` validations spread over the run, as ``trainer.evaluations`` places them."""
+    every = math.ceil(STEPS / evaluations)
+    return np.unique(np.r_[np.arange(every, STEPS + 1, every), STEPS]).astype(float)
+
+
+def rate(curve, evaluations: int, verdict: str, seed: int = 0) -> float:
+    """How often noisy samples of ``curve`` (step -> accuracy) are given ``verdict``."""
+    rng = np.random.default_rng(seed)
+    x = grid(evaluations)
+    hits = sum(
+        TEST.judge(x, curve(x) + rng.normal(0, NOISE, x.size), "accuracy").verdict == verdict for _ in range(TRIALS)
+    )
+    return hits / TRIALS
+
+
+def flat(x: np.ndarray) -> np.ndarray:
+    return np.full_like(x, 0.7)
+
+
+def rising(x: np.ndarray) -> np.ndarray:
+    return 0.5 + 0.3 * x / STEPS  # still climbing at 0.03 per tenth of the run: 1.5x the noise
+
+
+@pytest.mark.parametrize("evaluations", [10, 20, 40])
+def test_a_flat_noisy_curve_is_rarely_called_still_learning(evaluations):
+    wrong = rate(flat, evaluations, STILL_LEARNING)
+    print(f"flat curve, {evaluations} evaluations: 'still learning' {wrong:.1%} (alpha {TEST.alpha})")
+    assert wrong <= 0.07  # alpha is 5 %; the material floor only lowers it
+
+
+@pytest.mark.parametrize("evaluations", [10, 20, 40])
+def test_a_curve_still_rising_is_rarely_called_plateaued(evaluations):
+    missed = rate(rising, evaluations, PLATEAUED)
+    print(f"linear rise, {evaluations} evaluations: 'plateaued' {missed:.1%}")
+    assert missed <= 0.1
+
+
+def test_a_curve_that_levelled_off_early_is_plateaued():
+    def saturating(x: np.ndarray) -> np.ndarray:
+        return 0.9 - 0.4 * np.exp(-x / (STEPS / 20))
+
+    assert rate(saturating, 20, PLATEAUED) >= 0.9
+
+
+def test_the_verdict_does_not_depend_on_how_often_the_run_evaluated():
+    """The same noisy runs judged from 40 validations and from every other one of them (20): the verdicts agree on
+    runs whose true gain over the judged half is clearly off the boundary (outside half to twice what it must beat)."""
+    rng = np.random.default_rng(1)
+    fine = grid(40)
+    agree = total = 0
+    for _ in range(2000):
+        tau = STEPS * math.exp(rng.uniform(math.log(1 / 20), math.log(4)))
+        height = rng.uniform(0.1, 0.4)
+        truth = 0.5 + height * (1 - np.exp(-fine / tau))
+        half = fine >= STEPS / 2
+        true_gain = truth[-1] - truth[half][0]
+        floor = max(TEST.noise_multiple * NOISE, TEST.min_gain * (truth[-1] - truth[0]))
+        if floor / 2 < true_gain < 2 * floor:
+            continue  # near the boundary either verdict is fair
+        y = truth + rng.normal(0, NOISE, fine.size)
+        a = TEST.judge(fine, y, "accuracy").verdict
+        b = TEST.judge(fine[1::2], y[1::2], "accuracy").verdict
+        agree += a == b
+        total += 1
+    share = agree / total
+    print(f"40 vs 20 evaluations of the same runs: the same verdict on {share:.1%} of {total} clear curves")
+    assert total > 500 and share >= 0.9
+
+
+def test_too_few_evaluations_in_the_window_is_never_a_plateau():
+    x = np.array([100.0, 200.0, 300.0, 900.0, 1000.0])
+    v = TEST.judge(x, [0.5, 0.6, 0.6, 0.6, 0.6], "accuracy")
+    assert v.verdict == TOO_FEW and v.evaluations == 2 and "needs 5" in v.reason
+    assert TEST.judge([], [], "accuracy").verdict == NO_CURVE
+
+
+def test_a_non_finite_value_is_divergence_at_its_step():
+    v = TEST.judge([10, 20, 30, 40, 50, 60], [0.5, 0.6, float("nan"), 0.6, 0.6, 0.6], "accuracy")
+    assert v.verdict == DIVERGED and "step 30" in v.reason
+
+
+def test_lower_is_better_metrics_are_judged_falling():
+    x = grid(20)
+    falling = 500 - 300 * x / STEPS  # a perplexity still falling steadily
+    assert not higher_is_better("perplexity") and higher_is_better("accuracy") and higher_is_better("bleu")
+    assert TEST.judge(x, falling, "perplexity").verdict == STILL_LEARNING
+    assert TEST.judge(x, falling, "accuracy").verdict == PLATEAUED  # falling accuracy: nothing left to gain
+    v = TEST.judge(x, falling, "perplexity")
+    assert v.gain > v.needed > 0 and v.window_steps == (500, 1000) and v.record()["test"]["alpha"] == TEST.alpha
+
+
+def test_an_exploding_loss_is_measured_against_the_untrained_loss():
+    assert TEST.exploded(1e4, untrained=2.3) and not TEST.exploded(200.0, untrained=2.3)
+    assert not TEST.exploded(float("inf"), untrained=2.3)  # not finite: the step's own check names it
+    assert not TEST.exploded(1e4, untrained=float("nan"))  # before any training loss was seen
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [(dict(window=0), "window"), (dict(min_evaluations=2), "min_evaluations"), (dict(alpha=1.5), "alpha")],
+)
+def test_bad_parameters_are_refused_by_name(kw, message):
+    with pytest.raises(ValueError, match=message):
+        ConvergenceTest(**kw)
+
+
+def test_a_run_keeps_its_learning_curve_and_verdict():
+    """A real fit validates ``evaluations`` times (and at the end), with the training clock paused."""
+    from tests.test_resume import fresh, make_trainer, recall_task
+
+    task, model_cfg = recall_task()
+    fit = make_trainer(evaluations=6).fit(fresh(task, model_cfg), task, torch.device("cpu"), seed=0)
+    c = fit.curves
+    assert c["step"] == [4.0, 8.0, 12.0, 16.0, 20.0, 24.0]  # 3 epochs of 8 steps; every ceil(24 / 6) = 4 steps
+    assert len(c["val_accuracy"]) == 6 and all(0 <= a <= 1 for a in c["val_accuracy"])
+    assert c["examples"] == [32.0 * k for k in range(1, 7)] and c["seconds"] == sorted(c["seconds"])
+    assert c["seconds"][-1] <= fit.train_seconds + 1e-6  # validation time is not training time
+    assert c["train_step"][0] == 1.0 and len(c["train_loss"]) == len(c["train_step"])
+    assert fit.convergence["metric"] == "accuracy"
+    assert fit.convergence["verdict"] in (PLATEAUED, STILL_LEARNING, TOO_FEW)
+
+
+def test_an_exploding_loss_stops_the_run_as_diverged_with_its_curve():
+    from suite.runtime.failures import Diverged
+    from tests.test_resume import fresh, make_trainer, recall_task
+
+    task, model_cfg = recall_task()
+    # a threshold below 1: the first loss itself counts as an explosion
+    trainer = make_trainer(evaluations=6, log_every=1, convergence=ConvergenceTest(explode=0.5))
+    with pytest.raises(Diverged) as err:
+        trainer.fit(fresh(task, model_cfg), task, torch.device("cpu"), seed=0)
+    assert "at step 1 is over 0.5x the untrained model's training loss" in str(err.value)
+    fields = err.value.fields
+    assert fields["convergence"]["verdict"] == DIVERGED and fields["curves"]["train_step"][0] == 1.0
