@@ -303,12 +303,52 @@ def test_variant_labels_name_only_what_differs():
     assert variant_labels([a, {**a, "seed": 5}]) == ["", ""]
 
 
+BUILT = {  # what a model is (attention first, then recurrent) comes from its config, not its name
+    "transformer": {"attention": {"_target_": "x"}, "backbone": {"_target_": "y"}},
+    "lstm": {"backbone": {"_target_": "z"}},
+}
+
+
+def headline_record(root, name, model, acc, tok_s, right, verdict=None, precision="bf16", cut=False):
+    """A sentiment run of ``model`` right on the first ``right`` of 500 test examples (its predictions kept)."""
+    write_predictions([{"id": i, "label": 1, "prediction": int(i < right)} for i in range(500)], root / name)
+    ResultRecord(
+        status="ok",
+        task="sentiment",
+        dataset="sst2",
+        model=model,
+        seed=0,
+        seq_len=64,
+        params=10,
+        metrics={"accuracy": acc, "macro_f1": acc - 0.01},
+        speed={"train_tokens_per_s": tok_s, "infer_tokens_per_s": 3 * tok_s},
+        steps=50 if cut else 100,
+        planned_steps=100,
+        stop_reason="time_budget" if cut else "max_steps",
+        precision=precision,
+        convergence={"verdict": verdict} if verdict else {},
+        config={"trainer": {"name": "quick", "max_steps": 100}, "model": BUILT[model]},
+    ).write(root / name)
+
+
+def test_a_winner_is_not_bolded_while_a_model_of_its_row_is_still_learning(tmp_path):
+    headline_record(tmp_path, "t", "transformer", 0.804, 25_000.0, 402, "plateaued", "bf16")
+    headline_record(tmp_path, "l", "lstm", 0.834, 175_200.0, 417, "still learning", "fp32")  # a significant lead
+    assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
+    table = (tmp_path / "results" / "t" / "results.md").read_text()
+    head, detail = table.split("## sentiment")
+    assert "| 0.804 | 0.834 (still learning) | lstm − transformer: +0.03 [" in head and "**" not in head
+    assert "| no: lstm still learning (budget) | transformer bf16, lstm fp32 |" in head
+    assert "| 100 | still learning |" in detail and "| 100 | plateaued |" in detail
+
+    headline_record(tmp_path, "l", "lstm", 0.834, 175_200.0, 417, "plateaued", "fp32")  # both plateaued: a win
+    assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
+    head = (tmp_path / "results" / "t" / "results.md").read_text().split("## sentiment")[0]
+    assert "| 0.804 | **0.834** | lstm − transformer" in head and "| plateaued | transformer bf16, lstm fp32 |" in head
+
+
 def test_headline_sets_models_side_by_side_marks_the_best_and_flags_cut_runs(tmp_path):
-    # What a model is (attention first, then recurrent) comes from its config, not its name.
-    built = {
-        "transformer": {"attention": {"_target_": "x"}, "backbone": {"_target_": "y"}},
-        "lstm": {"backbone": {"_target_": "z"}},
-    }
+    built = BUILT
 
     def rec(name, model, acc, tok_s, cut=False, right=None):
         if right is not None:  # its per-example test predictions: right on the first ``right`` of 500
@@ -339,12 +379,13 @@ def test_headline_sets_models_side_by_side_marks_the_best_and_flags_cut_runs(tmp
     table = (out_dir / "results.md").read_text()
     head = table.split("## sentiment")[0]
     columns = "| task | dataset | length | trainer | metric | transformer | lstm | difference (95 % CI) |"
-    assert columns + " speed (train tok/s) |" in head
+    assert columns + " converged | precision | speed (train tok/s) |" in head
     assert (
         "| sentiment | sst2 | 64 | quick (100 steps) | accuracy | 0.804 | **0.834** † | lstm − transformer: +0.03 ["
         in head
     )
-    assert "p 0.002 | 0.14x transformer/lstm |" in head  # the smallest two-sided p of 1,000 random permutations
+    # the smallest two-sided p of 1,000 random permutations; records without a curve say so
+    assert "p 0.002 | no curve | bf16 | 0.14x transformer/lstm |" in head
     detail = table.split("## sentiment")[1]
     assert (
         "| accuracy | macro_f1 |" in detail and "| 0.834 † | 0.824 † | 175k | 526k | 50 |" in detail

@@ -31,6 +31,7 @@ from suite.report.tables import drop_empty_columns, markdown, write_table
 from suite.report.verdict import OutputsOf, judged
 from suite.runtime.paths import PROJECT_ROOT
 from suite.runtime.record import ResultRecord, find_results, stopped_by, trainer_name
+from suite.training.convergence import DIVERGED, NO_CURVE, PLATEAUED, STILL_LEARNING, TOO_FEW
 
 
 def no_outputs(record: ResultRecord) -> Outputs | None:
@@ -90,6 +91,21 @@ class Experiment:
     @property
     def failures(self) -> str:
         return " | ".join(f"{r.status}: {r.error}" for r in self.runs if r.status != "ok")[:200]
+
+    @property
+    def converged(self) -> str:
+        """The finished runs' convergence verdict (``suite.training.convergence``): the one they share, else the
+        worst with how many seeds had it ('still learning (2 of 3 seeds)'); 'no curve' for a record without one."""
+        verdicts = [r.convergence.get("verdict", NO_CURVE) for r in self.ok]
+        if not verdicts:
+            return ""
+        worst = min(verdicts, key=WORST_FIRST.index)
+        share = verdicts.count(worst)
+        return worst + (f" ({share} of {len(verdicts)} seeds)" if share < len(verdicts) else "")
+
+
+WORST_FIRST = (DIVERGED, STILL_LEARNING, TOO_FEW, NO_CURVE, PLATEAUED)
+"""Verdicts from the one that most undermines a figure to the one that least does."""
 
 
 def data_of(r: ResultRecord) -> tuple[str, str]:
@@ -176,6 +192,7 @@ def detail_rows(exps: list[Experiment]) -> list[dict[str, str]]:
         row["train tok/s"] = fmt.mean_std(e.speeds("train_tokens_per_s"), fmt.rate)
         row["infer tok/s"] = fmt.mean_std(e.speeds("infer_tokens_per_s"), fmt.rate)
         row["steps"] = fmt.mean_std([float(r.steps) for r in e.ok if r.steps], fmt.rate)
+        row["converged"] = e.converged
         row["stopped by"] = stops(e)
         row["train time"] = fmt.mean_std([r.train_seconds for r in e.ok if r.train_seconds], fmt.seconds)
         row["precision"] = e.precision if e.ok else ""
@@ -248,15 +265,37 @@ def headline_rows(exps: list[Experiment], outputs: OutputsOf = no_outputs) -> li
             "trainer": trainer + (f", {variant}" if variant else ""),
             "metric": metric,
         }
+        learning = [m for m in models if m in means and cols[m].converged.startswith(STILL_LEARNING)]
         for m in models:
             cell = fmt.mean_std(cols[m].values(metric)) if m in means else ""
-            if cell and m == winner:
+            if cell and m == winner and not learning:  # a model still learning could still overtake, or be overtaken
                 cell = f"**{cell}**"
+            if cell and cols[m].converged.startswith((STILL_LEARNING, TOO_FEW)):  # 'no curve': the column says
+                cell += f" ({cols[m].converged})"
             row[m] = cell + (f" {CUT}" if m in cols and cols[m].shortened else "")
         row["difference (95 % CI)"] = verdict
+        row["converged"] = f"no: {', '.join(learning)} still learning (budget)" if learning else converged_text(cols)
+        row["precision"] = precisions(cols, models)
         row["speed (train tok/s)"] = speed_ratio(cols)
         rows.append(row)
     return drop_empty_columns(rows, keep=("task", "metric"))
+
+
+def converged_text(cols: dict[str, Experiment]) -> str:
+    """'plateaued' where every model's runs plateaued; else what is known (a cell says which model)."""
+    verdicts = {e.converged.split(" (")[0] for e in cols.values() if e.ok}
+    if len(verdicts) == 1:
+        return next(iter(verdicts))
+    return "not known: " + ", ".join(sorted(verdicts - {PLATEAUED}))
+
+
+def precisions(cols: dict[str, Experiment], models: list[str]) -> str:
+    """'fp32' where every model of the row ran in it, else each model's ('transformer bf16, lstm fp32'): what
+    ``precision=auto`` gave each family."""
+    each = {m: cols[m].precision for m in models if m in cols and cols[m].ok}
+    if len(set(each.values())) <= 1:
+        return next(iter(each.values()), "")
+    return ", ".join(f"{m} {p}" for m, p in each.items())
 
 
 def speed_ratio(cols: dict[str, Experiment]) -> str:
@@ -299,6 +338,7 @@ def csv_rows(exps: list[Experiment]) -> list[dict[str, object]]:
         row |= {m + "_std": (statistics.stdev(e.values(m)) if len(e.values(m)) > 1 else "") for m in metrics}
         row |= {k: mean(e.speeds(k)) for k in SPEED_KEYS}
         row["train_seconds"] = mean([r.train_seconds for r in e.ok if r.train_seconds is not None])
+        row["converged"] = e.converged
         row["failures"] = e.failures
         rows.append(row)
     return rows
@@ -309,8 +349,10 @@ GLANCE = (
     "throughput over the recurrent one's in the same runs. The best is in bold only where it beats the "
     "runner-up by more than chance: the difference of the two on the same test examples (pooled over the "
     "seeds both ran) with its 95 % paired bootstrap interval and a paired permutation test's p-value "
-    "(suite.report.significance); '≈' where the interval holds zero or p is 0.05 or more. Untuned: each "
-    "model at its configured settings, one budget."
+    "(suite.report.significance); '≈' where the interval holds zero or p is 0.05 or more. Never in bold where a "
+    "model of the row is still learning: its validation curve was still rising at the end of the budget "
+    "(suite.training.convergence; a cell names any verdict but plateaued). Untuned: each model at its configured "
+    "settings, one budget, in the precision the row says."
 )
 """The paragraph above the headline table."""
 
