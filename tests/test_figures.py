@@ -170,6 +170,15 @@ def test_accuracy_bars_show_chance_and_say_what_the_records_do_not_hold(drawn, t
     assert "chance: not recorded" in titles["news_topic: bbc"].get_title()  # no class count in its record
 
 
+def test_accuracy_bars_draw_the_commonest_class_from_the_test_labels_counts(drawn, tmp_path):
+    counts = {"0": 300, "1": 100}  # the commonest class is 75 % of the test set
+    records = [replace(r, test_label_counts=counts) if r.dataset == "amp" else r for r in training_records()]
+    fig = drawn(domain_bars, records, tmp_path / "bars.png")
+    (binary,) = [ax for ax in shown_axes(fig) if ax.get_title().startswith("protein: amp")]
+    assert "chance 0.5 (dotted)" in binary.get_title() and "commonest class 0.75 (dashed)" in binary.get_title()
+    assert any(list(line.get_xdata()) == [0.75, 0.75] for line in binary.get_lines())
+
+
 def test_learning_curves_name_the_runs_still_learning(drawn, tmp_path):
     records = training_records()
     fig = drawn(learning_curves, records, tmp_path / "curves.png")

@@ -91,6 +91,9 @@ def test_every_task_runs_end_to_end(task, model, tmp_path, request):
     # the learning curve and its verdict (3 steps: a curve too short to judge, said so)
     assert data["curves"]["step"][-1] == 3 and len(data["curves"][f"val_{metric}"]) == len(data["curves"]["step"])
     assert data["convergence"]["verdict"] == "too few evaluations" and data["convergence"]["metric"] == metric
+    if task in ("sentiment", "dna", "protein", "image"):  # a classifier: the labels it was scored on, counted
+        scored = (tmp_path / "predictions_test.jsonl").read_text().splitlines()
+        assert sum(data["test_label_counts"].values()) == len(scored) > 0
 
 
 @pytest.mark.parametrize("model", ["transformer", "lstm"])

@@ -10,7 +10,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from suite.jobs.prepare import prepare
-from suite.jobs.train import kept_predictions, written_artifacts
+from suite.jobs.train import kept_predictions, test_label_counts, written_artifacts
 from suite.runtime.tracking import Tracker
 from suite.training.checkpoint import read_weights
 from suite.types import EvaluationVariant, Task
@@ -55,10 +55,12 @@ def evaluate_job(
     metrics: dict[str, float] = {}
     speed: dict[str, float] = {}
     predictions: list[str] = []
+    labels: dict[str, int] = {}
     for split in splits:
         scores, speed = trainer.evaluate(model, task, loaders[split], device)
         metrics |= scores if split == "test" else {f"val_{k}": v for k, v in scores.items()}
-        predictions = kept_predictions(task, run_dir) if split == "test" else predictions
+        if split == "test":
+            predictions, labels = kept_predictions(task, run_dir), test_label_counts(task)
     artifacts = predictions + written_artifacts(task, model, run_dir, device)
     tracker.summary({(f"val/{k[4:]}" if k.startswith("val_") else f"test/{k}"): v for k, v in metrics.items()})
     return dict(
@@ -72,4 +74,5 @@ def evaluate_job(
         scored_with=task.evaluation_setting() if isinstance(task, EvaluationVariant) else None,
         **trainer.choice(device, model).fields(),
         artifacts=artifacts,
+        test_label_counts=labels,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,17 @@ def kept_predictions(task: Any, run_dir: Path) -> list[str]:
     if not isinstance(task, KeepsPredictions):
         return []
     return [str(write_predictions(task.predictions(), run_dir).relative_to(run_dir))]
+
+
+def test_label_counts(task: Any) -> dict[str, int]:
+    """Called right after test is scored: how many test examples carry each label, where the task keeps per-example
+    labels (a classifier; {} otherwise). The report draws the commonest class's share from it."""
+    if not isinstance(task, KeepsPredictions):
+        return {}
+    rows = task.predictions()
+    if not rows or not all("label" in row and "prediction" in row for row in rows):
+        return {}  # per-document tallies (a language model): no classes
+    return dict(sorted(Counter(str(row["label"]) for row in rows).items()))
 
 
 def self_pretrained(cfg: DictConfig, prepared: Prepared, device: torch.device, run_dir: Path) -> dict[str, Any]:
@@ -107,6 +119,7 @@ def train(
         return prepared, fit.model, fields | dict(metrics={f"val_{k}": v for k, v in fit.val.items()}, speed=fit.speed)
     test, infer = trainer.score(fit.model, task, device, cfg.seed, "test")
     predictions = kept_predictions(task, run_dir)
+    labels = test_label_counts(task)
     speed = fit.speed | infer
     tracker.summary(
         {f"test/{k}": v for k, v in test.items()}
@@ -121,5 +134,6 @@ def train(
             metrics={**test, **{f"val_{k}": v for k, v in fit.val.items()}},
             speed=speed,
             artifacts=predictions + written_artifacts(task, fit.model, run_dir, device),
+            test_label_counts=labels,
         ),
     )

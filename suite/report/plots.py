@@ -243,13 +243,21 @@ def class_count(r: ResultRecord) -> int | None:
     return len(per_class) or None
 
 
+def commonest_share(r: ResultRecord) -> float | None:
+    """The commonest label's share of a run's test set (its record's ``test_label_counts``; None without them)."""
+    counts = r.test_label_counts
+    return max(counts.values()) / sum(counts.values()) if counts and sum(counts.values()) else None
+
+
 def baselines(runs: list[ResultRecord]) -> dict[str, float | None]:
-    """What guessing scores on these runs' task: chance (1 / classes) where the records give the classes; the
-    commonest class's share of the test set needs the test labels' counts, which no record holds (None)."""
-    classes = {class_count(r) for r in runs} - {None}
+    """What guessing scores on these runs' task: chance (1 / classes) where the records give the classes (their
+    per-class metrics, else the labels their test set holds), and the commonest class's share of the test set where
+    the records hold the test labels' counts; None where the runs disagree or say nothing."""
+    classes = {class_count(r) or len(r.test_label_counts) or None for r in runs} - {None}
+    shares = {round(s, 9) for r in runs if (s := commonest_share(r)) is not None}
     return {
         "chance": 1 / classes.pop() if len(classes) == 1 else None,
-        "commonest class": None,
+        "commonest class": shares.pop() if len(shares) == 1 else None,
     }
 
 

@@ -43,6 +43,9 @@ class ResultRecord:
         default_factory=dict
     )  # what the backbone declares: family, capabilities, its parameters, state size (suite.models.declaration)
     split_sizes: dict[str, int] = field(default_factory=dict)
+    test_label_counts: dict[str, int] = field(
+        default_factory=dict
+    )  # a classifier's scored test examples per label ({} for other tasks and records from before the field)
     data: dict[str, str] = field(
         default_factory=dict
     )  # what the task read (suite.data.datadir.identity): its folder, links resolved, and a fingerprint of its files;
