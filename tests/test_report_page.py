@@ -110,3 +110,23 @@ def test_the_report_page_in_a_real_browser(tmp_path):
     figures = {s["title"]: s["figures"] for s in sections}
     assert figures["speed"] == ["speed_vs_length.png", "memory_vs_length.png"]
     assert figures["associative recall (mqar)"] == ["mqar_vs_width.png"]
+
+
+def test_a_screenshot_of_the_first_screen(tmp_path):
+    browser()  # skip (locally) or fail (CI) without chromium and Playwright
+    from matplotlib.image import imread
+
+    from suite.tools.screenshot import main as screenshot
+
+    build_report(every_record(), tmp_path / "report", "shot")
+    assert screenshot([str(tmp_path / "report" / "index.html"), str(tmp_path / "first.png"), "--height", "700"]) == 0
+    assert imread(tmp_path / "first.png").shape[:2] == (700, 1280)
+
+
+def test_a_screenshot_of_a_missing_page_names_the_command_that_builds_one(tmp_path):
+    import pytest
+
+    from suite.tools.screenshot import screenshot
+
+    with pytest.raises(FileNotFoundError, match="python -m suite.report"):
+        screenshot(tmp_path / "index.html", tmp_path / "first.png")
