@@ -32,8 +32,9 @@ from suite.report.efficiency import short, variant
 from suite.report.plots import family
 from suite.report.run_settings import variant_labels
 from suite.report.section import Section, register
-from suite.report.significance import ALPHA, PERCENT, Difference, Outputs, SeedSpread, seed_interval
+from suite.report.significance import ALPHA, Difference, Outputs, SeedSpread, seed_interval
 from suite.report.verdict import OutputsOf, above_prior, judged
+from suite.runtime.bounds import PERCENT
 from suite.runtime.record import ResultRecord, trainer_name
 
 BENCHMARK = "lra"  # the config's `benchmark`, set by conf/experiment/lra.yaml

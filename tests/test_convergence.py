@@ -163,3 +163,16 @@ def test_an_exploding_loss_stops_the_run_as_diverged_with_its_curve():
     assert "at step 1 is over 0.5x the untrained model's training loss" in str(err.value)
     fields = err.value.fields
     assert fields["convergence"]["verdict"] == DIVERGED and fields["curves"]["train_step"][0] == 1.0
+
+
+def test_a_smooth_creep_under_a_point_of_the_metrics_scale_is_a_plateau():
+    """A curve without noise creeping by half an accuracy point over the judged half: significant, but not material
+    (``min_scale``: one point of a bounded scale); two BLEU points are. A perplexity has no bounded scale: its creep
+    is judged on its range and noise alone."""
+    x = grid(20)
+    wiggle = 1e-4 * np.sin(x)
+    v = TEST.judge(x, 0.80 + 0.01 * x / STEPS + wiggle, "accuracy")  # +0.005 over the last half
+    assert v.verdict == PLATEAUED and v.needed == pytest.approx(0.01) and "0.01 on the metric's scale" in v.reason
+    assert TEST.judge(x, 20 + 4 * x / STEPS + wiggle, "bleu").verdict == STILL_LEARNING  # +2 BLEU
+    assert TEST.judge(x, 20 + 1 * x / STEPS + wiggle, "bleu").verdict == PLATEAUED  # +0.5 BLEU
+    assert TEST.judge(x, 100 - 1 * x / STEPS + wiggle, "perplexity").verdict == STILL_LEARNING

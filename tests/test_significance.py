@@ -18,11 +18,11 @@ from suite.report.significance import (
     corpus_bootstrap,
     loss_difference,
     mean_difference,
-    metric_bounds,
     pooled_difference,
     seed_interval,
     text_difference,
 )
+from suite.runtime.bounds import metric_bounds
 
 
 def rows(labels, preds):

@@ -25,10 +25,11 @@ from suite.report.page import render_page
 from suite.report.plots import FIGURES, family, model_order, primary
 from suite.report.run_settings import variant_labels
 from suite.report.section import discover
-from suite.report.significance import Outputs, metric_bounds, run_outputs, seed_interval
+from suite.report.significance import Outputs, run_outputs, seed_interval
 from suite.report.split_results import write_sections
 from suite.report.tables import drop_empty_columns, markdown, write_table
 from suite.report.verdict import OutputsOf, judged
+from suite.runtime.bounds import metric_bounds
 from suite.runtime.paths import PROJECT_ROOT
 from suite.runtime.record import ResultRecord, find_results, stopped_by, trainer_name
 from suite.training.convergence import DIVERGED, NO_CURVE, PLATEAUED, STILL_LEARNING, TOO_FEW

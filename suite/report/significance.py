@@ -324,27 +324,6 @@ def pooled_difference(
     raise NotPaired(f"{names[0]} and {names[1]} kept different kinds of test outputs")
 
 
-# The values each metric can take, as the tasks compute it (``val_`` and ``ann_`` prefixes aside): shares in [0, 1],
-# Matthews' correlation in [-1, 1], sacrebleu's BLEU and chrF and rouge-score's ROUGE in percent, losses and bits per
-# byte from 0, perplexity from 1 (a token's probability is at most 1), negative bits per byte up to 0.
-SHARE, PERCENT, FROM_ZERO = (0.0, 1.0), (0.0, 100.0), (0.0, math.inf)
-BOUNDS: dict[str, tuple[float, float]] = {
-    **dict.fromkeys(("accuracy", "macro_f1", "roc_auc"), SHARE),
-    "mcc": (-1.0, 1.0),
-    **dict.fromkeys(("bleu", "chrf", "rouge1", "rouge2", "rougeL", "rougeLsum"), PERCENT),
-    **dict.fromkeys(("loss", "bits_per_byte"), FROM_ZERO),
-    **dict.fromkeys(("perplexity", "unigram_perplexity"), (1.0, math.inf)),
-    "neg_bits_per_byte": (-math.inf, 0.0),
-}
-
-
-def metric_bounds(metric: str) -> tuple[float, float]:
-    """(lowest, highest) value ``metric`` can take (a class's ``f1_<class>`` a share); (-inf, inf) for a metric
-    ``BOUNDS`` does not know."""
-    name = metric.removeprefix("val_").removeprefix("ann_")
-    return BOUNDS.get(name, SHARE if name.startswith("f1_") else (-math.inf, math.inf))
-
-
 T_FROM = 3  # seeds from which the mean gets a t-interval; fewer get their range
 
 
@@ -371,7 +350,7 @@ def seed_interval(
     """Where the mean of ``values`` (one a seed) may lie; None below two seeds.
 
     From ``T_FROM`` seeds on, the ``confidence`` interval of the mean (Student's t, ``scipy.stats.t``) cut to
-    ``bounds``, the values the metric can take (``metric_bounds``): the mean cannot lie outside them, so the cut
+    ``bounds``, the values the metric can take (``suite.runtime.bounds``): the mean cannot lie outside them, so the cut
     interval covers it exactly as often as the whole one, and it never shows an accuracy above 1. With two seeds
     the t quantile of one degree of freedom is 12.7 (95 %): the interval is mostly wider than the metric's whole
     range and says nothing the two values do not, so their range is given instead.
