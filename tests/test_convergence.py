@@ -165,14 +165,14 @@ def test_an_exploding_loss_stops_the_run_as_diverged_with_its_curve():
     assert fields["convergence"]["verdict"] == DIVERGED and fields["curves"]["train_step"][0] == 1.0
 
 
-def test_a_smooth_creep_under_a_point_of_the_metrics_scale_is_a_plateau():
+def test_a_smooth_creep_under_two_percent_of_the_best_value_is_a_plateau():
     """A curve without noise creeping by half an accuracy point over the judged half: significant, but not material
-    (``min_scale``: one point of a bounded scale); two BLEU points are. A perplexity has no bounded scale: its creep
-    is judged on its range and noise alone."""
+    (``min_relative``: 2 % of its best, 0.81); a BLEU climbing from 0.3 to 1.1 is far from done though its gain is
+    under a point; a perplexity creeping down by 0.5 of 100 is done."""
     x = grid(20)
     wiggle = 1e-4 * np.sin(x)
     v = TEST.judge(x, 0.80 + 0.01 * x / STEPS + wiggle, "accuracy")  # +0.005 over the last half
-    assert v.verdict == PLATEAUED and v.needed == pytest.approx(0.01) and "0.01 on the metric's scale" in v.reason
-    assert TEST.judge(x, 20 + 4 * x / STEPS + wiggle, "bleu").verdict == STILL_LEARNING  # +2 BLEU
-    assert TEST.judge(x, 20 + 1 * x / STEPS + wiggle, "bleu").verdict == PLATEAUED  # +0.5 BLEU
-    assert TEST.judge(x, 100 - 1 * x / STEPS + wiggle, "perplexity").verdict == STILL_LEARNING
+    assert v.verdict == PLATEAUED and v.needed == pytest.approx(0.0162, abs=1e-3) and "2% of its best 0.81" in v.reason
+    assert TEST.judge(x, 0.3 + 0.8 * x / STEPS + wiggle, "bleu").verdict == STILL_LEARNING  # +0.4 BLEU, best 1.1
+    assert TEST.judge(x, 100 - 1 * x / STEPS + wiggle, "perplexity").verdict == PLATEAUED
+    assert TEST.judge(x, 100 - 20 * x / STEPS + wiggle, "perplexity").verdict == STILL_LEARNING
