@@ -56,7 +56,7 @@ LRA_DIR ?= $(BENCH_FULL_DIR)/lra
 # 4 x 64 wide, a setting only it has), into one directory; two jobs at a time, one thread each. A killed run
 # resumes: each finished job is skipped and an interrupted one continues from its last.pt.
 LRA_CPU_DIR ?= runs/bench-lra
-# Seeds of every cell: two by default, so that each cell has its 95 % interval; LRA_CPU_SEEDS=0 is seed 0 alone
+# Seeds of every cell: two by default, so that each cell has its range over seeds (three give a 95 % interval); LRA_CPU_SEEDS=0 is seed 0 alone
 # (half the time), 0,1,2 adds a third. The runs already in LRA_CPU_DIR are skipped, so seeds can be added a session
 # at a time (results/lra_cpu/duration.md: seed 0, then seed 1 added in another session).
 LRA_CPU_SEEDS ?= 0,1

@@ -70,3 +70,19 @@ def test_two_sentiment_runs_on_different_data_dirs_land_in_two_rows(tmp_path):
     shutil.copytree(tmp_path / "runs" / "b0", tmp_path / "runs" / "b0 copy")  # the same run twice
     rows = build_report([r for _, r in find_results(tmp_path / "runs")], tmp_path / "report", "mine")["sentiment"]
     assert sorted(row["runs"] for row in rows) == ["1/1 ok; seed 0 ran 2 times, counted once", "2/2 ok"]
+
+
+def test_a_rebuilt_report_keeps_nothing_of_the_last_build_but_files_it_never_wrote(tmp_path):
+    from report_records import every_record, training_records
+
+    from suite.report.outputs import MANIFEST
+
+    out = tmp_path / "report"
+    build_report(every_record(), out, "r")
+    first = {p.name for p in out.glob("*.md")}
+    (out / "first_screen.png").write_bytes(b"a screenshot: not the report's")
+    build_report(training_records(), out, "r")  # no speed, compression or MQAR records this time
+    second = {p.name for p in out.glob("*.md")}
+    assert second < first and "speed.md" in first - second  # the last build's tables are gone
+    assert (out / "first_screen.png").is_file() and (out / "results.md").is_file()
+    assert "results.md" in (out / MANIFEST).read_text().splitlines()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from suite.report import formatting as fmt
 from suite.report.compare import cpu_kind
+from suite.report.outputs import Written
 from suite.report.page import render_page
 from suite.report.plots import FIGURES, family, model_order, primary
 from suite.report.run_settings import variant_labels
@@ -374,6 +375,14 @@ def build_report(
     The headline and the per-task tables first (``results.md``), then every registered section
     (``suite.report.section``: the suite's own and each task's) that has rows, in its order.
     """
+    with Written(out_dir):  # a previous build's files that this one does not write again are removed
+        return write_report(records, out_dir, name, outputs)
+
+
+def write_report(
+    records: list[ResultRecord], out_dir: Path, name: str, outputs: OutputsOf = no_outputs
+) -> dict[str, list[dict[str, str]]]:
+    """``build_report``'s work: every file of the report."""
     registered = discover()
     # Failed runs too (their rows say so), and weights scored again on test by job=evaluate.
     trained = [r for r in records if r.job == "train" or (r.job == "evaluate" and scored_on_test(r))]
