@@ -33,7 +33,7 @@ from suite.report.verdict import OutputsOf, judged
 from suite.runtime.bounds import metric_bounds
 from suite.runtime.paths import PROJECT_ROOT
 from suite.runtime.record import ResultRecord, find_results, stopped_by, trainer_name
-from suite.training.convergence import DIVERGED, NO_CURVE, PLATEAUED, STILL_LEARNING, TOO_FEW
+from suite.runtime.verdicts import DIVERGED, NO_CURVE, PLATEAUED, STILL_LEARNING, TOO_FEW
 
 
 def no_outputs(record: ResultRecord) -> Outputs | None:

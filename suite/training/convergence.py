@@ -30,12 +30,8 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-PLATEAUED = "plateaued"
-STILL_LEARNING = "still learning"
-TOO_FEW = "too few evaluations"
-DIVERGED = "diverged"
-NO_CURVE = "no curve"
-VERDICTS = (PLATEAUED, STILL_LEARNING, TOO_FEW, DIVERGED, NO_CURVE)
+from suite.runtime.verdicts import DIVERGED, NO_CURVE, PLATEAUED, STILL_LEARNING, TOO_FEW, VERDICTS  # noqa: F401
+
 LOWER_IS_BETTER = ("loss", "perplexity", "bits_per_byte")
 """Metric names (or suffixes) where lower is better; every task's primary metric is higher-is-better."""
 
