@@ -567,3 +567,15 @@ def test_compare_pairs_runs_by_what_they_are_and_names_the_settings_and_both_fig
     )
     assert "settings differ: trainer.max_steps: 30 -> 300" in out and "missing" not in out
     assert "0-sentiment-gru-s0: ok/ok, metrics same (accuracy 0.7)" in out  # progress and data_dir compute nothing
+
+
+def test_a_model_that_trains_nothing_reads_not_trained_and_an_old_record_no_curve():
+    from dataclasses import replace
+
+    from report_records import trained
+
+    from suite.report.build import experiments
+
+    old = replace(trained("lstm", "sentiment", "sst2", 64, 0.8), convergence={})
+    lead = replace(trained("lstm", "summarization", "aeslc", 128, 0.1), convergence={}, steps=0)
+    assert [e.converged for e in experiments([old, lead])] == ["no curve", "not trained"]

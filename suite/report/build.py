@@ -33,7 +33,7 @@ from suite.report.verdict import OutputsOf, judged
 from suite.runtime.bounds import metric_bounds
 from suite.runtime.paths import PROJECT_ROOT
 from suite.runtime.record import ResultRecord, find_results, stopped_by, trainer_name
-from suite.runtime.verdicts import DIVERGED, NO_CURVE, PLATEAUED, STILL_LEARNING, TOO_FEW
+from suite.runtime.verdicts import DIVERGED, NO_CURVE, NOT_TRAINED, PLATEAUED, STILL_LEARNING, TOO_FEW
 
 
 def no_outputs(record: ResultRecord) -> Outputs | None:
@@ -97,8 +97,10 @@ class Experiment:
     @property
     def converged(self) -> str:
         """The finished runs' convergence verdict (``suite.training.convergence``): the one they share, else the
-        worst with how many seeds had it ('still learning (2 of 3 seeds)'); 'no curve' for a record without one."""
-        verdicts = [r.convergence.get("verdict", NO_CURVE) for r in self.ok]
+        worst with how many seeds had it ('still learning (2 of 3 seeds)'); 'no curve' for a trained record without
+        one, 'not trained' for a run that took no steps (Lead-k; weights scored again by job=evaluate: their curve is
+        in their training run's record)."""
+        verdicts = [r.convergence.get("verdict", NO_CURVE if r.steps else NOT_TRAINED) for r in self.ok]
         if not verdicts:
             return ""
         worst = min(verdicts, key=WORST_FIRST.index)
@@ -106,7 +108,7 @@ class Experiment:
         return worst + (f" ({share} of {len(verdicts)} seeds)" if share < len(verdicts) else "")
 
 
-WORST_FIRST = (DIVERGED, STILL_LEARNING, TOO_FEW, NO_CURVE, PLATEAUED)
+WORST_FIRST = (DIVERGED, STILL_LEARNING, TOO_FEW, NO_CURVE, NOT_TRAINED, PLATEAUED)
 """Verdicts from the one that most undermines a figure to the one that least does."""
 
 

@@ -6,4 +6,5 @@ STILL_LEARNING = "still learning"
 TOO_FEW = "too few evaluations"
 DIVERGED = "diverged"
 NO_CURVE = "no curve"
+NOT_TRAINED = "not trained"  # a model with nothing to learn (Lead-k), or weights only scored again: no curve to have
 VERDICTS = (PLATEAUED, STILL_LEARNING, TOO_FEW, DIVERGED, NO_CURVE)
