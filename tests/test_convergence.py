@@ -95,12 +95,15 @@ def test_bad_parameters_are_refused_by_name(kw, message):
         ConvergenceTest(**kw)
 
 
-def test_a_run_keeps_its_learning_curve_and_verdict():
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])  # auto gives fp32 on a CPU without AMX: force each
+def test_a_run_keeps_its_learning_curve_and_verdict(precision):
     """A real fit validates ``evaluations`` times (and at the end), with the training clock paused."""
     from tests.test_resume import fresh, make_trainer, recall_task
 
     task, model_cfg = recall_task()
-    fit = make_trainer(evaluations=6).fit(fresh(task, model_cfg), task, torch.device("cpu"), seed=0)
+    trainer = make_trainer(evaluations=6, precision=precision)
+    fit = trainer.fit(fresh(task, model_cfg), task, torch.device("cpu"), seed=0)
+    assert fit.precision == precision
     c = fit.curves
     assert c["step"] == [4.0, 8.0, 12.0, 16.0, 20.0, 24.0]  # 3 epochs of 8 steps; every ceil(24 / 6) = 4 steps
     assert len(c["val_accuracy"]) == 6 and all(0 <= a <= 1 for a in c["val_accuracy"])

@@ -348,32 +348,9 @@ def test_a_winner_is_not_bolded_while_a_model_of_its_row_is_still_learning(tmp_p
 
 
 def test_headline_sets_models_side_by_side_marks_the_best_and_flags_cut_runs(tmp_path):
-    built = BUILT
-
-    def rec(name, model, acc, tok_s, cut=False, right=None):
-        if right is not None:  # its per-example test predictions: right on the first ``right`` of 500
-            write_predictions(
-                [{"id": i, "label": 1, "prediction": int(i < right)} for i in range(500)], tmp_path / name
-            )
-        ResultRecord(
-            status="ok",
-            task="sentiment",
-            dataset="sst2",
-            model=model,
-            seed=0,
-            seq_len=64,
-            params=10,
-            metrics={"accuracy": acc, "macro_f1": acc - 0.01},
-            speed={"train_tokens_per_s": tok_s, "infer_tokens_per_s": 3 * tok_s},
-            steps=50 if cut else 100,
-            planned_steps=100,
-            stop_reason="time_budget" if cut else "max_steps",
-            precision="bf16",
-            config={"trainer": {"name": "quick", "max_steps": 100}, "model": built[model]},
-        ).write(tmp_path / name)
-
-    rec("t", "transformer", 0.804, 25_000.0, right=402)
-    rec("l", "lstm", 0.834, 175_200.0, cut=True, right=417)  # right wherever the transformer is, and on 15 more
+    headline_record(tmp_path, "t", "transformer", 0.804, 25_000.0, right=402)
+    # right wherever the transformer is, and on 15 more
+    headline_record(tmp_path, "l", "lstm", 0.834, 175_200.0, right=417, cut=True)
     assert report_main([str(tmp_path), "--name", "t", "--out", str(tmp_path / "results")]) == 0
     out_dir = tmp_path / "results" / "t"
     table = (out_dir / "results.md").read_text()

@@ -13,8 +13,7 @@ from report_records import every_record
 from suite.report.build import build_report
 from suite.report.page import render_page
 from suite.report.section import discover
-
-CHROMIUM = Path("/usr/bin/chromium")  # Debian's package (`make browser`); Playwright never downloads its own
+from suite.tools.screenshot import CHROMIUM  # Debian's package (`make browser`); Playwright never downloads its own
 
 
 def png(path: Path, width: int = 40, height: int = 30) -> Path:

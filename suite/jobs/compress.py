@@ -206,9 +206,7 @@ def compress_job(
     trainer = instantiate(cfg.trainer, precision="fp32")
     reference_test, _ = trainer.score(reference, task, device, cfg.seed, "test")
     test, _ = trainer.score(model, task, device, cfg.seed, "test")
-    predictions = kept_predictions(
-        task, run_dir
-    )  # the compressed model's, paired with its teacher's run after the fact
+    predictions, _ = kept_predictions(task, run_dir)  # the compressed model's, paired with its teacher's run later
     val, _ = trainer.score(model, task, device, cfg.seed, "val")
     timing = {"warmup": warmup, "repeats": repeats, "min_time_s": min_time_s, "bf16_reference": bf16_reference}
     figures = measured(task, model, reference, artefact, example, device, timing)

@@ -10,7 +10,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from suite.jobs.prepare import prepare
-from suite.jobs.train import kept_predictions, test_label_counts, written_artifacts
+from suite.jobs.train import kept_predictions, written_artifacts
 from suite.runtime.tracking import Tracker
 from suite.training.checkpoint import read_weights
 from suite.types import EvaluationVariant, Task
@@ -60,7 +60,7 @@ def evaluate_job(
         scores, speed = trainer.evaluate(model, task, loaders[split], device)
         metrics |= scores if split == "test" else {f"val_{k}": v for k, v in scores.items()}
         if split == "test":
-            predictions, labels = kept_predictions(task, run_dir), test_label_counts(task)
+            predictions, labels = kept_predictions(task, run_dir)
     artifacts = predictions + written_artifacts(task, model, run_dir, device)
     tracker.summary({(f"val/{k[4:]}" if k.startswith("val_") else f"test/{k}"): v for k, v in metrics.items()})
     return dict(

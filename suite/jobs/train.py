@@ -23,23 +23,17 @@ def written_artifacts(task: Any, model: torch.nn.Module, run_dir: Path, device: 
     return [str(Path(p).relative_to(run_dir)) for p in paths]
 
 
-def kept_predictions(task: Any, run_dir: Path) -> list[str]:
+def kept_predictions(task: Any, run_dir: Path) -> tuple[list[str], dict[str, int]]:
     """Called right after test is scored: its per-example outputs to ``predictions_test.jsonl``, where the task keeps
-    them (relative path, as an artifact)."""
+    them (relative path, as an artifact), and how many of them carry each label (a classifier's; {} for other tasks:
+    the report draws the commonest class's share from it)."""
     if not isinstance(task, KeepsPredictions):
-        return []
-    return [str(write_predictions(task.predictions(), run_dir).relative_to(run_dir))]
-
-
-def test_label_counts(task: Any) -> dict[str, int]:
-    """Called right after test is scored: how many test examples carry each label, where the task keeps per-example
-    labels (a classifier; {} otherwise). The report draws the commonest class's share from it."""
-    if not isinstance(task, KeepsPredictions):
-        return {}
+        return [], {}
     rows = task.predictions()
+    paths = [str(write_predictions(rows, run_dir).relative_to(run_dir))]
     if not rows or not all("label" in row and "prediction" in row for row in rows):
-        return {}  # per-document tallies (a language model): no classes
-    return dict(sorted(Counter(str(row["label"]) for row in rows).items()))
+        return paths, {}  # per-document tallies (a language model): no classes
+    return paths, dict(sorted(Counter(str(row["label"]) for row in rows).items()))
 
 
 def self_pretrained(cfg: DictConfig, prepared: Prepared, device: torch.device, run_dir: Path) -> dict[str, Any]:
@@ -118,8 +112,7 @@ def train(
     if not score_test:
         return prepared, fit.model, fields | dict(metrics={f"val_{k}": v for k, v in fit.val.items()}, speed=fit.speed)
     test, infer = trainer.score(fit.model, task, device, cfg.seed, "test")
-    predictions = kept_predictions(task, run_dir)
-    labels = test_label_counts(task)
+    predictions, labels = kept_predictions(task, run_dir)
     speed = fit.speed | infer
     tracker.summary(
         {f"test/{k}": v for k, v in test.items()}

@@ -95,15 +95,21 @@ class Experiment:
         return " | ".join(f"{r.status}: {r.error}" for r in self.runs if r.status != "ok")[:200]
 
     @property
+    def verdicts(self) -> list[str]:
+        """Each finished run's convergence verdict (``suite.training.convergence``): 'no curve' for a trained record
+        without one, 'not trained' for a run that took no steps (Lead-k; weights scored again by job=evaluate: their
+        curve is in their training run's record)."""
+        return [r.convergence.get("verdict", NO_CURVE if r.steps else NOT_TRAINED) for r in self.ok]
+
+    @property
+    def worst(self) -> str:
+        """The verdict that most undermines the figure among the runs' ('' without finished runs)."""
+        return min(self.verdicts, key=WORST_FIRST.index, default="")
+
+    @property
     def converged(self) -> str:
-        """The finished runs' convergence verdict (``suite.training.convergence``): the one they share, else the
-        worst with how many seeds had it ('still learning (2 of 3 seeds)'); 'no curve' for a trained record without
-        one, 'not trained' for a run that took no steps (Lead-k; weights scored again by job=evaluate: their curve is
-        in their training run's record)."""
-        verdicts = [r.convergence.get("verdict", NO_CURVE if r.steps else NOT_TRAINED) for r in self.ok]
-        if not verdicts:
-            return ""
-        worst = min(verdicts, key=WORST_FIRST.index)
+        """The runs' shared verdict, else the worst with how many seeds had it ('still learning (2 of 3 seeds)')."""
+        verdicts, worst = self.verdicts, self.worst
         share = verdicts.count(worst)
         return worst + (f" ({share} of {len(verdicts)} seeds)" if share < len(verdicts) else "")
 
@@ -269,12 +275,12 @@ def headline_rows(exps: list[Experiment], outputs: OutputsOf = no_outputs) -> li
             "trainer": trainer + (f", {variant}" if variant else ""),
             "metric": metric,
         }
-        learning = [m for m in models if m in means and cols[m].converged.startswith(STILL_LEARNING)]
+        learning = [m for m in models if m in means and cols[m].worst == STILL_LEARNING]
         for m in models:
             cell = fmt.mean_std(cols[m].values(metric)) if m in means else ""
             if cell and m == winner and not learning:  # a model still learning could still overtake, or be overtaken
                 cell = f"**{cell}**"
-            if cell and cols[m].converged.startswith((STILL_LEARNING, TOO_FEW)):  # 'no curve': the column says
+            if cell and cols[m].worst in (STILL_LEARNING, TOO_FEW):  # 'no curve', 'not trained': the column says
                 cell += f" ({cols[m].converged})"
             row[m] = cell + (f" {CUT}" if m in cols and cols[m].shortened else "")
         row["difference (95 % CI)"] = verdict
@@ -287,7 +293,7 @@ def headline_rows(exps: list[Experiment], outputs: OutputsOf = no_outputs) -> li
 
 def converged_text(cols: dict[str, Experiment]) -> str:
     """'plateaued' where every model's runs plateaued; else what is known (a cell says which model)."""
-    verdicts = {e.converged.split(" (")[0] for e in cols.values() if e.ok}
+    verdicts = {e.worst for e in cols.values() if e.ok}
     if len(verdicts) == 1:
         return next(iter(verdicts))
     return "not known: " + ", ".join(sorted(verdicts - {PLATEAUED}))

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from suite.runtime.verdicts import DIVERGED, NO_CURVE, PLATEAUED, STILL_LEARNING, TOO_FEW, VERDICTS  # noqa: F401
+from suite.runtime.verdicts import DIVERGED, NO_CURVE, PLATEAUED, STILL_LEARNING, TOO_FEW
 
 LOWER_IS_BETTER = ("loss", "perplexity", "bits_per_byte")
 """Metric names (or suffixes) where lower is better; every task's primary metric is higher-is-better."""

@@ -32,6 +32,7 @@ from suite.runtime.failures import Diverged, Interrupted
 from suite.runtime.moved import current
 from suite.runtime.preemption import StopSignals
 from suite.runtime.tracking import NullTracker, Tracker
+from suite.runtime.verdicts import DIVERGED
 from suite.training.callbacks import (
     BestCheckpoint,
     Callback,
@@ -324,7 +325,7 @@ class Trainer:
             curve = learning_curve(hooks)
             err.fields = {
                 "curves": curve.columns() if curve else {},
-                "convergence": Verdict("diverged", str(err), state.primary, test=asdict(self.convergence)).record(),
+                "convergence": Verdict(DIVERGED, str(err), state.primary, test=asdict(self.convergence)).record(),
             }
             raise
         hooks.fire("on_fit_end", state)
