@@ -99,6 +99,32 @@ def test_stop_at_ends_the_run_once_validation_reaches_the_target(monkeypatch, st
     assert result.best_epoch == 3
 
 
+@pytest.mark.parametrize(
+    "curve, after, reason, epochs",
+    [
+        ("flat", 0, "plateaued", 8),  # epoch 8 (step 16): the first whose judged half (steps 8-16) holds 5 validations
+        ("flat", 30, "plateaued", 15),  # not before step 30 (epoch 15)
+        ("flat", 50, "max_epochs", 20),  # not before step 50, past the 40 steps: the run goes on to its end
+        ("rising", 0, "max_epochs", 20),  # a curve still climbing is never stopped
+    ],
+)
+def test_stop_on_plateau_ends_the_run_once_the_convergence_test_calls_it_plateaued(
+    monkeypatch, curve, after, reason, epochs
+):
+    task, model = tiny_task()
+    values = [0.3, 0.6, 0.9] + [0.9] * 17 if curve == "flat" else [0.02 * k for k in range(20)]
+    scores = iter(values)
+    monkeypatch.setattr(task, "evaluate", lambda m, b, d: {"accuracy": next(scores), "loss": 1.0})
+    result = trainer(max_epochs=20, stop_on_plateau=after).fit(model, task, torch.device("cpu"), seed=0)
+    assert result.stop_reason == reason and result.epochs == epochs
+    assert result.convergence["verdict"] == ("still learning" if curve == "rising" else "plateaued")
+
+
+def test_stop_on_plateau_must_be_a_step_count():
+    with pytest.raises(ValueError, match="trainer.stop_on_plateau"):
+        trainer(stop_on_plateau=-1)
+
+
 def test_budget_plan_shortens_the_run_once_from_the_timed_steps():
     plan = BudgetPlan(budget_s=10.0, planned=1000, skip=2, timed=10)
     assert plan.observe(2, 1.0) is None
@@ -163,3 +189,4 @@ def test_the_trainer_label_names_a_stop_target():
 
     assert label(max_steps=600) == "quick (600 steps)"
     assert label(max_steps=600, stop_at=1.0) == "quick (600 steps, stop at 1)"
+    assert label(max_steps=600, stop_on_plateau=300) == "quick (600 steps, stop at a plateau from 300)"

@@ -132,7 +132,8 @@ def read_result(path: Path) -> ResultRecord:
 def trainer_name(r: ResultRecord) -> str:
     """The trainer profile and the steps its runs take (runs of different profiles or budgets are never averaged
     together): 'quick (200 steps)'; 'quick (9 of 30 steps: epoch cap)' where the epochs end a run before its
-    ``max_steps``; 'quick (90 steps: 3 epochs)' where none is set; with a stop target, 'quick (600 steps, stop at 1)'.
+    ``max_steps``; 'quick (90 steps: 3 epochs)' where none is set; with a stop target, 'quick (600 steps, stop at 1)';
+    stopping at a plateau, 'quick (1000 steps, stop at a plateau from 300)'.
 
     The steps are those the run planned (``planned_steps``: max_steps or the epochs' steps, whichever come first), which
     every seed of one setting shares, so its seeds pool whatever stopped each of them; a limit that set no step is not
@@ -160,6 +161,8 @@ def trainer_name(r: ResultRecord) -> str:
         limits = [f"{max_steps} steps"] if max_steps else []
         limits += [f"{trainer['time_budget_s']:g} s"] if trainer.get("time_budget_s") else []
     limits += [f"stop at {trainer['stop_at']:g}"] if trainer.get("stop_at") is not None else []
+    if trainer.get("stop_on_plateau") is not None:
+        limits += [f"stop at a plateau from {trainer['stop_on_plateau']}"]
     return f"{trainer.get('name', '')}" + (f" ({', '.join(limits)})" if limits else "")
 
 
@@ -173,6 +176,7 @@ def stopped_by(r: ResultRecord) -> str:
         "time_budget": f"time cap {trainer.get('time_budget_s') or 0:g} s",
         "target_reached": f"target {trainer.get('stop_at') or 0:g} reached",
         "early_stopping": f"early stopping after {trainer.get('patience')} epochs without gain",
+        "plateaued": f"plateaued at step {r.steps}",
     }.get(r.stop_reason or "", "")
 
 

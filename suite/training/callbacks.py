@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 
 from suite.runtime.failures import Diverged
 from suite.runtime.tracking import Tracker
+from suite.runtime.verdicts import PLATEAUED
 from suite.training.checkpoint import BEST, write_weights
 from suite.training.convergence import ConvergenceTest
 
@@ -134,6 +135,28 @@ class TargetReached(Callback):
     def on_validation_end(self, state: FitState) -> None:
         if state.val.get(state.primary, -math.inf) >= self.target and state.stop_reason is None:
             state.stop_reason = "target_reached"
+
+
+class PlateauReached(Callback):
+    """Stops at the first validation, from step ``after`` on, where the convergence test calls the curve so far
+    plateaued (``ConvergenceTest.judge`` on ``curve``, the run's ``LearningCurve``, which must run before this).
+
+    The rule is the same for every model: each is offered the same steps and stops once its own curve has
+    flattened, so a model that learns fast does not spend the budget a slow one needs. ``after`` keeps a
+    model whose curve is flat before a late rise (recall's LSTM at chance for hundreds of steps) from being
+    stopped there. The run's final verdict is the same test on the same curve: plateaued.
+    """
+
+    def __init__(self, curve: LearningCurve, test: ConvergenceTest, after: int) -> None:
+        self.curve, self.test, self.after = curve, test, after
+
+    def on_validation_end(self, state: FitState) -> None:
+        if state.step < self.after or state.stop_reason is not None:
+            return
+        columns = self.curve.columns()
+        verdict = self.test.judge(columns["step"], columns[f"val_{state.primary}"], state.primary)
+        if verdict.verdict == PLATEAUED:
+            state.stop_reason = "plateaued"
 
 
 class BudgetPlan:

@@ -39,6 +39,7 @@ from suite.training.callbacks import (
     EarlyStopping,
     Hooks,
     LearningCurve,
+    PlateauReached,
     Progress,
     TargetReached,
     TimeBudget,
@@ -121,6 +122,9 @@ class Trainer:
         patience: epochs without validation improvement before stopping (0: never stop early).
         stop_at: stop once the validation primary metric reaches this (None: never); for a metric with a
             ceiling, e.g. 1.0 for recall's accuracy (``callbacks.TargetReached``).
+        stop_on_plateau: from this step on, stop at the first validation whose curve ``convergence`` calls plateaued
+            (None: never; ``callbacks.PlateauReached``). Its verdicts need ``min_evaluations`` in the judged window,
+            so give the run enough ``evaluations`` (20 lets it stop from a little past half of ``max_steps``).
         time_budget_s: a cap on the seconds of training (None: no cap). The work is set by
             ``max_steps``/``max_epochs``, so a command gives the same figures on any machine; only
             when the first timed steps predict the cap will be hit is the schedule re-planned to
@@ -154,6 +158,7 @@ class Trainer:
         precision: str = "auto",
         patience: int = 0,
         stop_at: float | None = None,
+        stop_on_plateau: int | None = None,
         time_budget_s: float | None = None,
         limit_train_batches: int | None = None,
         limit_eval_batches: int | None = None,
@@ -174,6 +179,9 @@ class Trainer:
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.grad_clip, self.precision, self.patience = grad_clip, precision, patience
         self.time_budget_s, self.stop_at = time_budget_s, stop_at
+        if stop_on_plateau is not None and (isinstance(stop_on_plateau, bool) or stop_on_plateau < 0):
+            raise ValueError(f"trainer.stop_on_plateau must be a step count >= 0 or null, got {stop_on_plateau!r}")
+        self.stop_on_plateau = stop_on_plateau
         self.limit_train_batches, self.limit_eval_batches = limit_train_batches, limit_eval_batches
         self.log_every, self.progress = log_every, progress
         self.checkpoint_every_s, self.resume = checkpoint_every_s, str(resume)
@@ -231,8 +239,11 @@ class Trainer:
         out: list[Callback] = [TimeBudget(self.time_budget_s)] if self.time_budget_s is not None else []
         out += [BestCheckpoint(checkpoint_dir)] + ([EarlyStopping(self.patience)] if self.patience else [])
         out += [TargetReached(self.stop_at)] if self.stop_at is not None else []
+        curve = LearningCurve(self.log_every, self.convergence)
+        out += [curve]
+        if self.stop_on_plateau is not None:
+            out += [PlateauReached(curve, self.convergence, self.stop_on_plateau)]
         return out + [
-            LearningCurve(self.log_every, self.convergence),
             TrackerLog(tracker, self.log_every),
             Progress(f"{task.name}/{self.name}", self.progress, self.log_every),
         ]
