@@ -1,5 +1,6 @@
-"""The modern recurrences train and score in both precisions, forced: the AMX kind's default (bf16) runs on the AMD
-kind too, and fp32 on the AMX kind. Their scans run in float32 whatever the autocast: the loss stays finite."""
+"""The modern recurrences and the field's baselines train and score in both precisions, forced: the AMX kind's
+default (bf16) runs on the AMD kind too, and fp32 on the AMX kind. Their scans run in float32 whatever the autocast:
+the loss stays finite."""
 
 from __future__ import annotations
 
@@ -10,11 +11,17 @@ import pytest
 from suite.run import execute
 from tests.conftest import TINY_LONG_RANGE, compose_config
 
+SMALL = {"mamba2": ["model.backbone.mixer.head_dim=8"]}  # the reference's 64 does not divide 2 x 16
+
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
-@pytest.mark.parametrize("model", ["mingru", "minlstm", "mamba", "s4d"])
+@pytest.mark.parametrize(
+    "model", ["mingru", "minlstm", "mamba", "s4d", "mamba2", "gla", "deltanet", "gated_deltanet", "retnet"]
+)
 def test_a_classifier_trains_in_each_precision(tmp_path, model, precision):
-    cfg = compose_config(*TINY_LONG_RANGE, f"model={model}", "model.d_model=16", f"trainer.precision={precision}")
+    cfg = compose_config(
+        *TINY_LONG_RANGE, f"model={model}", "model.d_model=16", f"trainer.precision={precision}", *SMALL.get(model, [])
+    )
     record = execute(cfg, tmp_path)
     assert record.status == "ok", record.error
     assert record.precision == precision and math.isfinite(record.metrics["loss"])

@@ -40,7 +40,18 @@ OF_DECLARED = {ATTENTION_CORES: ATTENTION, RECURRENT_CELLS: CLASSIC, SCAN: MODER
 SHADES = {
     ATTENTION: ("#1f5fa8", "#6a3d9a", "#4f9fd8", "#9e7cc9", "#08306b", "#3f8f9f", "#7f8fdf", "#b07aa1", "#2b4f7f"),
     CLASSIC: ("#d95f02", "#c0392b", "#f2a541", "#8c4a2f", "#e7777a"),
-    MODERN: ("#1b9e77", "#66a61e", "#006d2c", "#a6c64c", "#35b0a0", "#4c7a34"),
+    MODERN: (
+        "#1b9e77",
+        "#66a61e",
+        "#006d2c",
+        "#a6c64c",
+        "#35b0a0",
+        "#4c7a34",
+        "#00441b",
+        "#7fbc41",
+        "#238b45",
+        "#5ab4ac",
+    ),
     OTHER: ("#555555", "#999999", "#333333"),
 }
 """Each family's shades, the most telling first: a family's k-th model (by name) gets its k-th shade."""

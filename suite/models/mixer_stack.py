@@ -1,0 +1,122 @@
+"""A residual stack of sequence mixers, the body the modern baselines share (Mamba-2, GLA, DeltaNet, RetNet).
+
+Each block is ``x + mixer(norm(x))``, then, where ``mlp_ratio`` > 0, ``x + mlp(norm(x))``, with RMSNorm, and a
+final RMSNorm: the Transformer's pre-norm layout with attention swapped for the mixer. A mixer is any module with
+
+    forward(x (B, L, D), state: State | None, step: bool) -> (y (B, L, D), the state after the last position)
+    state_size() -> numbers carried a sequence
+    precision_family, name
+
+whose ``forward`` is its training form (chunked) and, with ``step``, its decoding form (the recurrence, from
+``state``, None at the start), so that a family is its mixer and its config. The stack reads one way only:
+position t sees positions <= t, right padding never reaches a real position, and padded outputs are zero.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from suite.models.declaration import CAUSAL, PADDING, STEP
+from suite.models.scan import positive_int
+from suite.nn import Dropout
+from suite.runtime.precision_policy import SCAN
+from suite.types import State, scoped
+
+
+class ShortConv(nn.Module):
+    """A causal depthwise convolution over time with its own state for decoding: (B, L, C) -> (B, L, C).
+
+    Args:
+        channels: C.
+        width: taps (>= 1); the state keeps the last ``width - 1`` inputs.
+        activation: SiLU after the convolution (Mamba-2, DeltaNet) or none.
+    """
+
+    def __init__(self, channels: int, width: int, activation: bool = True) -> None:
+        super().__init__()
+        self.width, self.activation = width, activation
+        self.conv = nn.Conv1d(channels, channels, width, groups=channels, padding=0)
+
+    def forward(self, x: Tensor, before: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """x (B, L, C), the last ``width - 1`` inputs before it (B, C, width - 1) or None (zeros) -> (y, the state)."""
+        x = x.transpose(1, 2)
+        before = x.new_zeros(x.shape[0], x.shape[1], self.width - 1) if before is None else before.to(x.dtype)
+        window = torch.cat([before, x], dim=2)
+        y = self.conv(window).transpose(1, 2)
+        return (F.silu(y) if self.activation else y), window[:, :, window.shape[2] - (self.width - 1) :]
+
+
+def head_rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-5) -> Tensor:
+    """RMSNorm over the last dimension (a head's values): x (..., V), weight (V,)."""
+    return F.rms_norm(x, (x.shape[-1],), weight, eps)
+
+
+class MixerEncoder(nn.Module):
+    """(B, L, D) -> (B, L, D) through ``n_layers`` pre-norm residual blocks of a mixer (and an MLP), then RMSNorm.
+
+    Args:
+        d_model: D.
+        mixer: ``d_model -> mixer`` (a Hydra partial of the family's mixer).
+        n_layers: blocks.
+        mlp_ratio: the MLP's hidden width over D (0: none, as in Mamba-2's own stack).
+        dropout: on each block's branches.
+        causal: must be True (the stack reads one way; a language model builds it with causal=True).
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        mixer: Callable[[int], nn.Module],
+        n_layers: int = 2,
+        mlp_ratio: float = 2.0,
+        dropout: float = 0.0,
+        causal: bool = True,
+    ) -> None:
+        super().__init__()
+        self.mixers = nn.ModuleList(mixer(d_model) for _ in range(positive_int(n_layers, "n_layers", "MixerEncoder")))
+        name = getattr(self.mixers[0], "name", type(self.mixers[0]).__name__)
+        if not causal:
+            raise ValueError(f"{name} reads one way only: causal=false is not a mode it has")
+        self.d_model, self.causal, self.bidirectional = d_model, True, False
+        hidden = int(d_model * mlp_ratio)
+        if hidden < 0:
+            raise ValueError(f"{name}: mlp_ratio must be >= 0, got {mlp_ratio}")
+        self.mlps = nn.ModuleList(
+            nn.Sequential(nn.Linear(d_model, hidden), nn.GELU(), nn.Linear(hidden, d_model)) if hidden else None
+            for _ in range(n_layers)
+        )
+        self.norms = nn.ModuleList(nn.RMSNorm(d_model, eps=1e-5) for _ in range(2 * n_layers))
+        self.final = nn.RMSNorm(d_model, eps=1e-5)
+        self.dropout = Dropout(dropout)
+        self.precision_family = self.mixers[0].precision_family
+
+    capabilities = frozenset({PADDING, CAUSAL, STEP})
+    precision_family = SCAN  # what every mixer here declares; an instance takes its mixer's
+
+    def state_size(self, length: int) -> int:
+        """Each layer's mixer state: constant in ``length``."""
+        return sum(m.state_size() for m in self.mixers)
+
+    def run(self, x: Tensor, state: State | None, step: bool) -> tuple[Tensor, State]:
+        """(B, L, D) after ``state`` (None: the start) -> ((B, L, D), each layer's state as '<layer>.<name>')."""
+        after: State = {}
+        for i, (mixer, mlp) in enumerate(zip(self.mixers, self.mlps)):
+            out, kept = mixer(self.norms[2 * i](x), scoped(state, f"{i}.") if state else None, step)
+            x = x + self.dropout(out)
+            if mlp is not None:
+                x = x + self.dropout(mlp(self.norms[2 * i + 1](x)))
+            after |= {f"{i}.{k}": v for k, v in kept.items()}
+        return self.final(x), after
+
+    def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
+        """(B, L, D), (B, L) bool | None (right padding) -> (B, L, D)."""
+        out, _ = self.run(x, None, step=False)
+        return out if pad_mask is None else out * (~pad_mask)[..., None].to(out.dtype)
+
+    def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
+        """The next positions x (B, t, D) after ``state`` ({} at the start) -> ((B, t, D), the new state)."""
+        return self.run(x, state or None, step=True)
