@@ -85,11 +85,14 @@ class MixerEncoder(nn.Module):
         hidden = int(d_model * mlp_ratio)
         if hidden < 0:
             raise ValueError(f"{name}: mlp_ratio must be >= 0, got {mlp_ratio}")
+        self.norms = nn.ModuleList(nn.RMSNorm(d_model, eps=1e-5) for _ in range(n_layers))
+        # an MLP and its norm only where there is one: a norm nothing reads would get no gradient
         self.mlps = nn.ModuleList(
-            nn.Sequential(nn.Linear(d_model, hidden), nn.GELU(), nn.Linear(hidden, d_model)) if hidden else None
-            for _ in range(n_layers)
+            nn.Sequential(
+                nn.RMSNorm(d_model, eps=1e-5), nn.Linear(d_model, hidden), nn.GELU(), nn.Linear(hidden, d_model)
+            )
+            for _ in range(n_layers if hidden else 0)
         )
-        self.norms = nn.ModuleList(nn.RMSNorm(d_model, eps=1e-5) for _ in range(2 * n_layers))
         self.final = nn.RMSNorm(d_model, eps=1e-5)
         self.dropout = Dropout(dropout)
         self.precision_family = self.mixers[0].precision_family
@@ -104,11 +107,11 @@ class MixerEncoder(nn.Module):
     def run(self, x: Tensor, state: State | None, step: bool) -> tuple[Tensor, State]:
         """(B, L, D) after ``state`` (None: the start) -> ((B, L, D), each layer's state as '<layer>.<name>')."""
         after: State = {}
-        for i, (mixer, mlp) in enumerate(zip(self.mixers, self.mlps)):
-            out, kept = mixer(self.norms[2 * i](x), scoped(state, f"{i}.") if state else None, step)
+        for i, (mixer, norm) in enumerate(zip(self.mixers, self.norms)):
+            out, kept = mixer(norm(x), scoped(state, f"{i}.") if state else None, step)
             x = x + self.dropout(out)
-            if mlp is not None:
-                x = x + self.dropout(mlp(self.norms[2 * i + 1](x)))
+            if self.mlps:
+                x = x + self.dropout(self.mlps[i](x))
             after |= {f"{i}.{k}": v for k, v in kept.items()}
         return self.final(x), after
 
