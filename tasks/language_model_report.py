@@ -128,40 +128,34 @@ def context_use(records: list[ResultRecord], out: Path) -> Path | None:
 
 
 def generation_cost(records: list[ResultRecord], out: Path) -> Path | None:
+    """Three panels, a line a model in each (at most one series a model a panel): the time of one more token from the
+    model's state, the same token re-reading the whole text, and the state kept; one legend for the three."""
     runs = [r for r in records if r.status == "ok" and r.job == "generation_cost"]
     if not runs:
         return None
     colours = Palette.of(records)
-    fig, (time_ax, mem_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (cached_ax, uncached_ax, mem_ax) = plt.subplots(1, 3, figsize=(15, 4.4), sharex=True)
     for r in sorted(runs, key=lambda r: model_order(runs)(r.model)):
-        c, name = r.curves, f"{label(r)}, {precision(r)}"
-        time_ax.plot(
-            c["length"],
-            c["step_ms"],
-            marker="o",
-            color=colours.colour(r),
-            label=f"{name}, cached ({r.speed['generate_cache_speedup']:.1f}x at {r.speed['compare_tokens']:.0f})",
-        )
-        time_ax.plot(
-            c["length"],
-            c["uncached_step_ms"],
-            linestyle=":",
-            alpha=0.7,
-            color=colours.colour(r),
-            label=f"{name}, re-reading the text",
-        )
-        mem_ax.plot(c["length"], [b / 2**20 for b in c["state_bytes"]], marker="o", color=colours.colour(r), label=name)
-    time_ax.set_ylabel("ms per generated token")
-    mem_ax.set_ylabel("decoding state (MiB)")
-    for ax in (time_ax, mem_ax):
+        c, colour = r.curves, colours.colour(r)
+        speedup = f"cache {r.speed['generate_cache_speedup']:.1f}x at {r.speed['compare_tokens']:.0f}"
+        name = f"{label(r)}, {precision(r)} ({speedup})"
+        cached_ax.plot(c["length"], c["step_ms"], marker="o", color=colour, label=name)
+        uncached_ax.plot(c["length"], c["uncached_step_ms"], marker="o", color=colour)
+        mem_ax.plot(c["length"], [b / 2**20 for b in c["state_bytes"]], marker="o", color=colour)
+    for ax, title, unit in (
+        (cached_ax, "one more token, from the state", "ms per generated token"),
+        (uncached_ax, "one more token, re-reading the text", "ms per generated token"),
+        (mem_ax, "what the model keeps to go on", "decoding state (MiB)"),
+    ):
         measured_axis(ax.xaxis, [x for r in runs for x in r.curves["length"]])
         log_axis(ax.yaxis)
         ax.set_xlabel("tokens already in the text")
+        ax.set_ylabel(unit)
+        ax.set_title(title)
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7)
-    time_ax.set_title("time of one more token")
-    mem_ax.set_title("what the model keeps to go on")
+    fig.legend(*cached_ax.get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
     fig.suptitle("What does generating one more token cost, as the text grows?", fontsize=11)
+    fig.tight_layout()
     return save(fig, out)
 
 
