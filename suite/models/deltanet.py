@@ -21,9 +21,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from suite.models.chunked import chunk_delta, recurrent_delta
-from suite.models.gla import head_widths, merge_heads, split_heads
 from suite.models.mamba2 import initial_steps
-from suite.models.mixer_stack import ShortConv, head_rms_norm
+from suite.models.mixer_stack import ShortConv, head_rms_norm, head_widths, merge_heads, split_heads
 from suite.models.scan import positive_int
 from suite.runtime.precision_policy import SCAN
 from suite.types import State

@@ -20,37 +20,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from suite.models.chunked import chunk_gated, recurrent_gated
-from suite.models.mixer_stack import head_rms_norm
+from suite.models.mixer_stack import head_rms_norm, head_widths, merge_heads, split_heads
 from suite.models.scan import positive_int
 from suite.runtime.precision_policy import SCAN
 from suite.types import State
 
 CHUNK = 8  # the fastest of 4-64 in suite.tools.chunked_bench's kernel timing here: a chunk's scores cost C^2 K
-
-
-def head_widths(d_model: int, heads: int, factors: dict[str, float], owner: str) -> dict[str, int]:
-    """Each ``factor x d_model`` width, refused unless it is a whole number of at least one a head."""
-    positive_int(heads, "heads (model.backbone.mixer)", owner)
-    out = {}
-    for name, factor in factors.items():
-        width = factor * d_model
-        if width != int(width) or int(width) < heads or int(width) % heads:
-            raise ValueError(
-                f"{owner}: {name} x d_model = {width:g} must be a whole multiple of heads = {heads} "
-                f"(model.backbone.mixer.{name}, model.d_model)"
-            )
-        out[name] = int(width)
-    return out
-
-
-def split_heads(x: Tensor, heads: int) -> Tensor:
-    """(B, L, H * d) -> (B, H, L, d)."""
-    return x.view(*x.shape[:2], heads, -1).transpose(1, 2)
-
-
-def merge_heads(x: Tensor) -> Tensor:
-    """(B, H, L, d) -> (B, L, H * d)."""
-    return x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)
 
 
 class GLAMixer(nn.Module):

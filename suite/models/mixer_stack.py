@@ -55,6 +55,31 @@ def head_rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-5) -> Tensor:
     return F.rms_norm(x, (x.shape[-1],), weight, eps)
 
 
+def head_widths(d_model: int, heads: int, factors: dict[str, float], owner: str) -> dict[str, int]:
+    """Each ``factor x d_model`` width, refused unless it is a whole number of at least one a head."""
+    positive_int(heads, "heads (model.backbone.mixer)", owner)
+    out = {}
+    for name, factor in factors.items():
+        width = factor * d_model
+        if width != int(width) or int(width) < heads or int(width) % heads:
+            raise ValueError(
+                f"{owner}: {name} x d_model = {width:g} must be a whole multiple of heads = {heads} "
+                f"(model.backbone.mixer.{name}, model.d_model)"
+            )
+        out[name] = int(width)
+    return out
+
+
+def split_heads(x: Tensor, heads: int) -> Tensor:
+    """(B, L, H * d) -> (B, H, L, d)."""
+    return x.view(*x.shape[:2], heads, -1).transpose(1, 2)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """(B, H, L, d) -> (B, L, H * d)."""
+    return x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)
+
+
 class MixerEncoder(nn.Module):
     """(B, L, D) -> (B, L, D) through ``n_layers`` pre-norm residual blocks of a mixer (and an MLP), then RMSNorm.
 

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from suite.models.chunked import chunk_gated, parallel_gated, recurrent_gated
-from suite.models.gla import head_widths, merge_heads, split_heads
+from suite.models.mixer_stack import head_widths, merge_heads, split_heads
 from suite.models.scan import positive_int
 from suite.runtime.precision_policy import SCAN
 from suite.types import State
