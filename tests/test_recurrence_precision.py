@@ -16,7 +16,7 @@ SMALL = {"mamba2": ["model.backbone.mixer.head_dim=8"]}  # the reference's 64 do
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 @pytest.mark.parametrize(
-    "model", ["mingru", "minlstm", "mamba", "s4d", "mamba2", "gla", "deltanet", "gated_deltanet", "retnet"]
+    "model", ["mingru", "minlstm", "mamba", "s4d", "mamba2", "gla", "deltanet", "gated_deltanet", "retnet", "xlstm"]
 )
 def test_a_classifier_trains_in_each_precision(tmp_path, model, precision):
     cfg = compose_config(

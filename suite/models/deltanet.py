@@ -72,7 +72,7 @@ class DeltaNetMixer(nn.Module):
         self.norm = nn.Parameter(torch.ones(self.value // heads))
         self.o_proj = nn.Linear(self.value, d_model, bias=False)
 
-    def state_size(self) -> int:
+    def state_size(self, length: int) -> int:
         """(d_k, d_v) a head and each convolution's last d_conv - 1 inputs."""
         width = self.convs[0].width - 1
         return self.key * self.value // self.heads + (2 * self.key + self.value) * width

@@ -69,7 +69,7 @@ class GLAMixer(nn.Module):
         self.norm = nn.Parameter(torch.ones(value // heads))
         self.o_proj = nn.Linear(value, d_model, bias=False)
 
-    def state_size(self) -> int:
+    def state_size(self, length: int) -> int:
         """(d_k, d_v) a head."""
         return self.key * self.value // self.heads
 

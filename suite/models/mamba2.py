@@ -89,7 +89,7 @@ class Mamba2Mixer(nn.Module):
         self.norm = nn.Parameter(torch.ones(inner))
         self.out_proj = nn.Linear(inner, d_model, bias=False)
 
-    def state_size(self) -> int:
+    def state_size(self, length: int) -> int:
         """(N, P) a head and the convolution's last d_conv - 1 inputs."""
         return self.heads * self.d_state * self.head_dim + self.conv.conv.in_channels * (self.conv.width - 1)
 

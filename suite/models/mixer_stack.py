@@ -4,7 +4,7 @@ Each block is ``x + mixer(norm(x))``, then, where ``mlp_ratio`` > 0, ``x + mlp(n
 final RMSNorm: the Transformer's pre-norm layout with attention swapped for the mixer. A mixer is any module with
 
     forward(x (B, L, D), state: State | None, step: bool) -> (y (B, L, D), the state after the last position)
-    state_size() -> numbers carried a sequence
+    state_size(length) -> numbers carried after ``length`` positions (constant for a recurrence)
     precision_family, name
 
 whose ``forward`` is its training form (chunked) and, with ``step``, its decoding form (the recurrence, from
@@ -14,7 +14,7 @@ position t sees positions <= t, right padding never reaches a real position, and
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -85,9 +85,11 @@ class MixerEncoder(nn.Module):
 
     Args:
         d_model: D.
-        mixer: ``d_model -> mixer`` (a Hydra partial of the family's mixer).
+        mixer: ``d_model -> mixer`` (a Hydra partial of the family's mixer), or a list of them taken in turn, layer i
+            the (i mod len)-th (a hybrid: Based's linear attention and sliding window, a recurrence with attention).
         n_layers: blocks.
-        mlp_ratio: the MLP's hidden width over D (0: none, as in Mamba-2's own stack).
+        mlp_ratio: the MLP's hidden width over D (0: none, as in Mamba-2's own stack), or a list taken in turn as
+            ``mixer`` is (xLSTM: none after an mLSTM block, one after an sLSTM block).
         dropout: on each block's branches.
         causal: must be True (the stack reads one way; a language model builds it with causal=True).
     """
@@ -95,39 +97,49 @@ class MixerEncoder(nn.Module):
     def __init__(
         self,
         d_model: int,
-        mixer: Callable[[int], nn.Module],
+        mixer: Callable[[int], nn.Module] | Sequence[Callable[[int], nn.Module]],
         n_layers: int = 2,
-        mlp_ratio: float = 2.0,
+        mlp_ratio: float | Sequence[float] = 2.0,
         dropout: float = 0.0,
         causal: bool = True,
     ) -> None:
         super().__init__()
-        self.mixers = nn.ModuleList(mixer(d_model) for _ in range(positive_int(n_layers, "n_layers", "MixerEncoder")))
+        pattern = list(mixer) if isinstance(mixer, Sequence) else [mixer]
+        if not pattern:
+            raise ValueError("MixerEncoder: mixer (model.backbone.mixer) is an empty list")
+        positive_int(n_layers, "n_layers", "MixerEncoder")
+        self.mixers = nn.ModuleList(pattern[i % len(pattern)](d_model) for i in range(n_layers))
         name = getattr(self.mixers[0], "name", type(self.mixers[0]).__name__)
         if not causal:
             raise ValueError(f"{name} reads one way only: causal=false is not a mode it has")
         self.d_model, self.causal, self.bidirectional = d_model, True, False
-        hidden = int(d_model * mlp_ratio)
-        if hidden < 0:
-            raise ValueError(f"{name}: mlp_ratio must be >= 0, got {mlp_ratio}")
+        ratios = list(mlp_ratio) if isinstance(mlp_ratio, Sequence) else [mlp_ratio]
+        if not ratios or min(ratios) < 0:
+            raise ValueError(f"{name}: mlp_ratio (model.backbone.mlp_ratio) must be >= 0, got {mlp_ratio}")
+        hidden = [int(d_model * ratios[i % len(ratios)]) for i in range(n_layers)]
         self.norms = nn.ModuleList(nn.RMSNorm(d_model, eps=1e-5) for _ in range(n_layers))
         # an MLP and its norm only where there is one: a norm nothing reads would get no gradient
-        self.mlps = nn.ModuleList(
-            nn.Sequential(
-                nn.RMSNorm(d_model, eps=1e-5), nn.Linear(d_model, hidden), nn.GELU(), nn.Linear(hidden, d_model)
-            )
-            for _ in range(n_layers if hidden else 0)
+        self.mlps = nn.ModuleDict(
+            {
+                str(i): nn.Sequential(
+                    nn.RMSNorm(d_model, eps=1e-5), nn.Linear(d_model, h), nn.GELU(), nn.Linear(h, d_model)
+                )
+                for i, h in enumerate(hidden)
+                if h
+            }
         )
         self.final = nn.RMSNorm(d_model, eps=1e-5)
         self.dropout = Dropout(dropout)
-        self.precision_family = self.mixers[0].precision_family
+        families = {m.precision_family for m in self.mixers}
+        # a hybrid runs as its recurrences need: their state is carried over every position
+        self.precision_family = families.pop() if len(families) == 1 else SCAN
 
     capabilities = frozenset({PADDING, CAUSAL, STEP})
     precision_family = SCAN  # what every mixer here declares; an instance takes its mixer's
 
     def state_size(self, length: int) -> int:
-        """Each layer's mixer state: constant in ``length``."""
-        return sum(m.state_size() for m in self.mixers)
+        """Each layer's mixer state after ``length`` positions."""
+        return sum(m.state_size(length) for m in self.mixers)
 
     def run(self, x: Tensor, state: State | None, step: bool) -> tuple[Tensor, State]:
         """(B, L, D) after ``state`` (None: the start) -> ((B, L, D), each layer's state as '<layer>.<name>')."""
@@ -135,8 +147,8 @@ class MixerEncoder(nn.Module):
         for i, (mixer, norm) in enumerate(zip(self.mixers, self.norms)):
             out, kept = mixer(norm(x), scoped(state, f"{i}.") if state else None, step)
             x = x + self.dropout(out)
-            if self.mlps:
-                x = x + self.dropout(self.mlps[i](x))
+            if str(i) in self.mlps:
+                x = x + self.dropout(self.mlps[str(i)](x))
             after |= {f"{i}.{k}": v for k, v in kept.items()}
         return self.final(x), after
 

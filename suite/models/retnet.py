@@ -58,7 +58,7 @@ class RetentionMixer(nn.Module):
         self.out_proj = nn.Linear(self.value, d_model, bias=False)
         self.register_buffer("decay", torch.log(1 - 2.0 ** (-5 - torch.arange(heads, dtype=torch.float32))))
 
-    def state_size(self) -> int:
+    def state_size(self, length: int) -> int:
         """(d_k, d_v) a head."""
         return self.key * self.value // self.heads
 
