@@ -16,7 +16,22 @@ SMALL = {"mamba2": ["model.backbone.mixer.head_dim=8"]}  # the reference's 64 do
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 @pytest.mark.parametrize(
-    "model", ["mingru", "minlstm", "mamba", "s4d", "mamba2", "gla", "deltanet", "gated_deltanet", "retnet", "xlstm"]
+    "model",
+    [
+        "mingru",
+        "minlstm",
+        "mamba",
+        "s4d",
+        "mamba2",
+        "gla",
+        "deltanet",
+        "gated_deltanet",
+        "retnet",
+        "xlstm",
+        "rwkv7",
+        "hyena",
+        "based",
+    ],
 )
 def test_a_classifier_trains_in_each_precision(tmp_path, model, precision):
     cfg = compose_config(

@@ -1,0 +1,137 @@
+"""Based (Arora et al. 2024, "Simple linear attention language models balance the recall-throughput tradeoff";
+github.com/HazyResearch/based, zoology's ``mixers/based.py``): a hybrid of two mixers, taken in turn by
+``suite.models.mixer_stack.MixerEncoder`` (its ``mixer`` a list of partials, conf/model/based.yaml).
+
+* ``BasedLinearAttention``: linear attention with the 2nd-order Taylor feature map of exp. q, k are projected to
+  f = ``feature_dim`` a head (small: the feature is 1 + f + f^2 wide), v to D / H, and with
+  phi(x) = [1, x, vec(x x^T) / sqrt(2)] taken of q f^-1/4 and k f^-1/4, so that phi(q).phi(k) = 1 + s + s^2 / 2 with
+  s = q.k / sqrt(f),
+
+      y_i = sum_(j <= i) phi(q_i).phi(k_j) v_j  /  sum_(j <= i) phi(q_i).phi(k_j)
+
+  computed by the linear core's chunked causal sums (``suite.attention.linear``) and decoded from its state
+  [S, z] = sum phi(k) [v, 1]^T, (1 + f + f^2, D / H + 1) a head, whatever the length.
+* ``SlidingWindowMixer``: softmax attention over the last ``window`` positions, the suite's ``LocalAttention`` core
+  in causal mode (blocks of ``window``); decoding keeps the last ``window`` keys and values.
+
+Not here: the gated short-convolution (BaseConv) layers that make up most of the published model's layers (this
+stack is the two attentions alone); rotary positions on the sliding window (the suite has no rotary helper, and
+the linear attention and causal masks are the only order cues: the config uses NoPositions); key/value head
+sharing; the fused CUDA kernels (a CPU bench). The Taylor kernel is >= 1/2, so the normaliser of position i is
+>= (i + 1) / 2 and needs no epsilon (``divided``'s zero guard never fires).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from suite.attention.linear import causal_sums, divided, with_ones
+from suite.attention.local import LocalAttention
+from suite.models.chunked import in_float32
+from suite.models.mixer_stack import merge_heads, split_heads
+from suite.models.scan import positive_int
+from suite.runtime.precision_policy import ATTENTION
+from suite.types import State
+
+
+def head_dim(d_model: int, heads: int, owner: str) -> int:
+    """D / H, refused unless ``heads`` is a positive divisor of D."""
+    positive_int(heads, "model.backbone.mixer.heads", owner)
+    if d_model % heads:
+        raise ValueError(f"{owner}: model.backbone.mixer.heads = {heads} must divide model.d_model = {d_model}")
+    return d_model // heads
+
+
+def taylor_feature(x: Tensor) -> Tensor:
+    """phi(x) = [1, x, vec(x x^T) / sqrt(2)]: x (..., f) -> (..., 1 + f + f^2), phi(a).phi(b) = 1 + a.b + (a.b)^2/2."""
+    square = ((x * 0.5**0.5)[..., :, None] * x[..., None, :]).flatten(-2)  # scaled before: f, not f^2, multiplies
+    return torch.cat([torch.ones_like(x[..., :1]), x, square], dim=-1)
+
+
+@in_float32  # the sums run over every position: bf16 would round them away
+def taylor_attention(q: Tensor, k: Tensor, v: Tensor, before: Tensor | None, chunk: int) -> tuple[Tensor, Tensor]:
+    """q, k (B, H, t, f), v (B, H, t, V) after the state ``before`` (B, H, F, V + 1) or None -> (y (B, H, t, V),
+    the state after them): Based's normalised causal linear attention, F = 1 + f + f^2."""
+    dtype = torch.promote_types(q.dtype, torch.float32)
+    scale = q.shape[-1] ** -0.25  # on both sides: phi(q).phi(k) then holds s = q.k / sqrt(f)
+    fq, fk = taylor_feature(q.to(dtype) * scale), taylor_feature(k.to(dtype) * scale)
+    v1 = with_ones(v.to(dtype))  # numerator and normaliser in one product
+    sums = causal_sums(fq, fk, v1, chunk)  # (B, H, t, V + 1), chunk by chunk: memory linear in t
+    state = fk.transpose(-2, -1) @ v1
+    if before is not None:
+        sums, state = sums + fq @ before.to(dtype), state + before.to(dtype)
+    return divided(sums), state
+
+
+class BasedLinearAttention(nn.Module):
+    """(B, L, D) -> (B, L, D) (``mixer_stack`` contract): Taylor-kernel linear attention.
+
+    Args:
+        d_model: D.
+        heads: H (D / H the value width a head).
+        feature_dim: f, the query/key width a head (the feature and the state grow as f^2).
+        chunk: positions the causal sums take at once (same result; memory O(L (c + F) + L / c F V)).
+    """
+
+    name = "Based"
+    precision_family = ATTENTION
+
+    def __init__(self, d_model: int, heads: int = 4, feature_dim: int = 16, chunk: int = 32) -> None:
+        super().__init__()
+        self.value = head_dim(d_model, heads, self.name)
+        self.feature_dim = positive_int(feature_dim, "model.backbone.mixer.feature_dim", self.name)
+        self.chunk = positive_int(chunk, "model.backbone.mixer.chunk", self.name)
+        self.heads = heads
+        self.q_proj = nn.Linear(d_model, heads * feature_dim, bias=False)
+        self.k_proj = nn.Linear(d_model, heads * feature_dim, bias=False)
+        self.v_proj = nn.Linear(d_model, d_model, bias=False)
+        self.out_proj = nn.Linear(d_model, d_model, bias=False)
+
+    def state_size(self, length: int) -> int:
+        """[S, z]: (1 + f + f^2, D / H + 1) a head, at any length."""
+        return self.heads * (1 + self.feature_dim + self.feature_dim**2) * (self.value + 1)
+
+    def forward(self, x: Tensor, state: State | None = None, step: bool = False) -> tuple[Tensor, State]:
+        """x (B, L, D) after ``state`` ({'s': (B, H, F, D / H + 1)} or None) -> (y, state). The training form and
+        the decoding form are one computation here: chunked causal sums, plus the carried state when there is one."""
+        q, k, v = (split_heads(p(x), self.heads) for p in (self.q_proj, self.k_proj, self.v_proj))
+        y, s = taylor_attention(q, k, v, state["s"] if step and state else None, self.chunk)
+        return self.out_proj(merge_heads(y).to(x.dtype)), {"s": s}
+
+
+class SlidingWindowMixer(nn.Module):
+    """(B, L, D) -> (B, L, D) (``mixer_stack`` contract): causal softmax attention, query i reading keys
+    i - window .. i, through ``LocalAttention``.
+
+    Args:
+        d_model: D.
+        heads: H.
+        window: past positions a query reads besides its own (the paper's best trade-off: 64 - 128).
+    """
+
+    name = "Based sliding window"
+    precision_family = ATTENTION
+
+    def __init__(self, d_model: int, heads: int = 4, window: int = 64) -> None:
+        super().__init__()
+        dim = head_dim(d_model, heads, self.name)
+        positive_int(window, "model.backbone.mixer.window", self.name)
+        self.heads, self.window = heads, window
+        self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.out_proj = nn.Linear(d_model, d_model, bias=False)
+        # no max_len: a window past a short input is clipped to it, not refused as full attention
+        self.core = LocalAttention(window=window, n_heads=heads, head_dim=dim)
+
+    def state_size(self, length: int) -> int:
+        """The last min(window, length) keys and values (the core's decoding state)."""
+        return self.core.state_size(length)
+
+    def forward(self, x: Tensor, state: State | None = None, step: bool = False) -> tuple[Tensor, State]:
+        """x (B, L, D) after ``state`` ({'k', 'v': (B, H, <= window, D / H)} or None) -> (y, state)."""
+        q, k, v = (split_heads(t, self.heads) for t in self.qkv_proj(x).chunk(3, dim=-1))
+        if step:
+            y, kept = self.core.decode_step(q, k, v, state or {})
+        else:
+            y, kept = self.core(q, k, v, causal=True), {"k": k[:, :, -self.window :], "v": v[:, :, -self.window :]}
+        return self.out_proj(merge_heads(y)), kept
