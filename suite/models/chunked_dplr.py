@@ -29,7 +29,6 @@ from torch import Tensor
 
 from suite.models.chunked import _chunks, _float, _state, in_float32
 
-
 SPAN = 60.0  # the most a chunk may decay (in log) for the scores to be taken as products: e^60 is far from overflow
 
 
