@@ -20,8 +20,10 @@ def test_the_chunked_bench_times_both_forms_and_each_peer(capsys):
         assert by_length[32]["chunked peak"] > 0
     assert "not timed (> 16)" in printed
     assert {name for name in out["peers"]} == {
-        "GLA (a decay a key dimension)", "Mamba-2 / simple GLA (a decay a head)", "DeltaNet", "RetNet"
+        "GLA (a decay a key dimension)", "Mamba-2 / simple GLA (a decay a head)", "DeltaNet", "RetNet", "mLSTM (xLSTM)",
+        "RWKV-7 (diagonal plus low rank)",
     }  # fmt: skip
     assert all(set(t[32]) == {"ours", peer} for t, peer in zip(out["peers"].values(), [
-        "fla naive_recurrent_gla", "fla naive_chunk_simple_gla", "fla delta_rule_recurrence", "fla naive_retention"
+        "fla naive_recurrent_gla", "fla naive_chunk_simple_gla", "fla delta_rule_recurrence", "fla naive_retention",
+        "xlstm chunkwise_simple", "fla dplr_chunkwise",
     ]))  # fmt: skip

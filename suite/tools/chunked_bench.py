@@ -6,7 +6,8 @@ functions, forward and backward, in one process.
 
 Two kinds of table, every pair timed interleaved (median, IQR), the same weights and inputs:
 
-1. **Chunked against sequential**, one mixer a model (``suite.models.mamba2``, ``gla``, ``deltanet``, ``retnet``) at
+1. **Chunked against sequential**, one mixer a model (``suite.models.mamba2``, ``gla``, ``deltanet``, ``retnet``,
+   ``xlstm``'s mLSTM, ``rwkv7``) at
    width ``--width``, a fixed number of tokens a batch (``--tokens``: batch = tokens / length, so the tokens/s of two
    lengths compare like for like): training tokens/s of the chunked form and of the recurrence (the decoding form,
    run over the whole sequence; above ``--sequential-max`` positions it is not timed and the table says so: its
@@ -15,13 +16,15 @@ Two kinds of table, every pair timed interleaved (median, IQR), the same weights
    crossover (the shortest length where the chunked form is faster) and the chunked form's tokens/s at the longest
    length over that at 1K.
 2. **Against the peer**: our kernel (``suite.models.chunked``) beside ``fla``'s reference function of the same
-   recurrence (naive_recurrent_gla, naive_chunk_simple_gla, delta_rule_recurrence, naive_retention), the same
-   inputs, forward and backward; ``fla-core`` is in the ``peers`` extra, and a missing package is named.
+   recurrence (naive_recurrent_gla, naive_chunk_simple_gla, delta_rule_recurrence, naive_retention, dplr_chunkwise)
+   and ``xlstm``'s chunkwise_simple mLSTM, the same inputs, forward and backward; ``fla-core`` and ``xlstm`` are in
+   the ``peers`` extra, and a missing package is named.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Callable
 
 import torch
@@ -31,12 +34,17 @@ from torch import nn
 from suite.measure.memory import peak_memory
 from suite.measure.timing import Timing, time_calls
 from suite.models import chunked
+from suite.models.chunked_dplr import chunk_dplr
+from suite.models.chunked_mlstm import chunk_mlstm
 from suite.models.deltanet import CHUNK as DELTA_CHUNK
 from suite.models.deltanet import DeltaNetMixer
 from suite.models.gla import CHUNK as GLA_CHUNK
 from suite.models.gla import GLAMixer
 from suite.models.mamba2 import Mamba2Mixer
 from suite.models.retnet import RetentionMixer
+from suite.models.rwkv7 import CHUNK as RWKV7_CHUNK
+from suite.models.rwkv7 import RWKV7Mixer
+from suite.models.xlstm import MLSTMMixer
 from suite.runtime import numerics
 from suite.tools import measured_on, titled
 from suite.tools.peers import peer_tables
@@ -47,6 +55,8 @@ MIXERS: dict[str, Callable[[int], nn.Module]] = {
     "deltanet": lambda d: DeltaNetMixer(d),
     "gated_deltanet": lambda d: DeltaNetMixer(d, gated=True),
     "retnet": lambda d: RetentionMixer(d),
+    "mlstm": lambda d: MLSTMMixer(d),
+    "rwkv7": lambda d: RWKV7Mixer(d),
 }
 
 
@@ -148,11 +158,40 @@ def peer_pairs(batch_tokens: int, heads: int, dim: int) -> list[tuple[str, Calla
             "fla naive_retention": backward(lambda: (naive_retention(q, k, v),)),
         }
 
+    def mlstm(n):
+        from xlstm.blocks.mlstm.backends import chunkwise_simple
+
+        q, k, v, _ = inputs(n)
+        i, f = (torch.randn(q.shape[:3], requires_grad=True) for _ in range(2))
+        chunk = math.gcd(n, 64)  # theirs needs whole chunks
+        return {
+            "ours": backward(lambda: chunk_mlstm(q, k * dim**-0.5, v, i, F.logsigmoid(f), chunk=64)),
+            "xlstm chunkwise_simple": backward(lambda: (chunkwise_simple(q, k, v, i, f, chunk_size=chunk),)),
+        }
+
+    def dplr(n):
+        from fla.ops.generalized_delta_rule.dplr.naive import dplr_chunkwise
+
+        q, k, v, _ = inputs(n)
+        torch.manual_seed(1)
+        kk = F.normalize(torch.randn(q.shape), dim=-1)
+        a = torch.rand(q.shape)
+        alpha, beta = (-kk).requires_grad_(), (kk * a).requires_grad_()
+        g = (-0.6 * torch.rand(q.shape)).requires_grad_()  # RWKV-7's decays: at most e^-0.61 a position
+        return {
+            "ours": backward(lambda: chunk_dplr(q, k, v, alpha, beta, g, chunk=RWKV7_CHUNK)),
+            "fla dplr_chunkwise": backward(
+                lambda: dplr_chunkwise(q * dim**0.5, k, v, alpha, beta, g, chunk_size=RWKV7_CHUNK)
+            ),  # q scaled by dim^-0.5 inside
+        }
+
     return [
         ("GLA (a decay a key dimension)", gla, "fla naive_recurrent_gla"),
         ("Mamba-2 / simple GLA (a decay a head)", ssd, "fla naive_chunk_simple_gla"),
         ("DeltaNet", delta, "fla delta_rule_recurrence"),
         ("RetNet", retention, "fla naive_retention"),
+        ("mLSTM (xLSTM)", mlstm, "xlstm chunkwise_simple"),
+        ("RWKV-7 (diagonal plus low rank)", dplr, "fla dplr_chunkwise"),
     ]
 
 
