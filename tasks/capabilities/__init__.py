@@ -1,0 +1,1 @@
+"""The capability map's diagnostic tasks (``base`` is the task contract around a generator; one module a family)."""
