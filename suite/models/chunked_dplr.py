@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from suite.models.chunked import _chunks, _float, _state, in_float32
+from suite.models.chunked import _chunks, _float, _state, in_float32, positions
 
 SPAN = 60.0  # the most a chunk may decay (in log) for the scores to be taken as products: e^60 is far from overflow
 
@@ -110,9 +110,9 @@ def recurrent_dplr(
     q, k, v, alpha, beta, g = _float(q, k, v, alpha, beta, g)
     state = _state(h0, q, q.shape[-1], v.shape[-1])
     out = []
-    for t in range(q.shape[2]):
-        read = (alpha[:, :, t, None, :] @ state)[:, :, 0]  # (B, H, V): alpha_t S_(t-1)
-        state = torch.exp(g[:, :, t])[..., None] * state + beta[:, :, t, :, None] * read[..., None, :]
-        state = state + k[:, :, t, :, None] * v[:, :, t, None, :]
-        out.append((q[:, :, t, None, :] @ state)[:, :, 0])
+    for qt, kt, vt, at, bt, gt in positions(q, k, v, alpha, beta, g):
+        read = (at[..., None, :] @ state)[..., 0, :]  # (B, H, V): alpha_t S_(t-1)
+        state = torch.exp(gt)[..., None] * state + bt[..., :, None] * read[..., None, :]
+        state = state + kt[..., :, None] * vt[..., None, :]
+        out.append((qt[..., None, :] @ state)[..., 0, :])
     return torch.stack(out, dim=2), state

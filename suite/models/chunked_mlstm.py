@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from suite.models.chunked import _chunks, _float, in_float32
+from suite.models.chunked import _chunks, _float, in_float32, positions
 
 EPS = 1e-6  # xlstm's, added to the normaliser
 MLSTMState = tuple[Tensor, Tensor, Tensor]  # C (B, H, K, V), n (B, H, K), m (B, H)
@@ -89,10 +89,10 @@ def recurrent_mlstm(
     S, m = _start(state, q, q.shape[-1], v.shape[-1])
     v1 = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
     out = []
-    for t in range(q.shape[2]):
-        m_new = torch.maximum(log_f[:, :, t] + m, i[:, :, t])
-        kept, taken = torch.exp(log_f[:, :, t] + m - m_new), torch.exp(i[:, :, t] - m_new)
-        S = kept[..., None, None] * S + taken[..., None, None] * (k[:, :, t, :, None] * v1[:, :, t, None, :])
+    for qt, kt, vt, it, ft in positions(q, k, v1, i, log_f):
+        m_new = torch.maximum(ft + m, it)
+        kept, taken = torch.exp(ft + m - m_new), torch.exp(it - m_new)
+        S = kept[..., None, None] * S + taken[..., None, None] * (kt[..., :, None] * vt[..., None, :])
         m = m_new
-        out.append(_read((q[:, :, t, None, :] @ S)[:, :, 0], m))
+        out.append(_read((qt[..., None, :] @ S)[..., 0, :], m))
     return torch.stack(out, dim=2), (S[..., :-1], S[..., -1], m)

@@ -59,7 +59,7 @@ def sequential(a: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
     """The same recurrence one step at a time, in linear space: a, b (B, L, H), h0 (B, H) -> h (B, L, H)."""
     h = a.new_zeros(a.shape[0], a.shape[2]) if h0 is None else h0
     out = []
-    for t in range(a.shape[1]):
-        h = a[:, t] * h + b[:, t]
+    for at, bt in zip(a.unbind(1), b.unbind(1)):  # unbound once, as in log_scan
+        h = at * h + bt
         out.append(h)
     return torch.stack(out, dim=1)

@@ -170,9 +170,9 @@ class SLSTMMixer(nn.Module):
             m = wx.new_full((batch, self.width), float("-inf"))
         recurrent = self.recurrent.to(wx.dtype)
         out = []
-        for t in range(wx.shape[1]):
+        for wt in wx.unbind(1):  # unbound once: indexing wx[:, t] costs a full-size gradient a position backwards
             rh = (h.view(batch, heads, 1, -1) @ recurrent).view(batch, heads, 4, -1).transpose(1, 2).flatten(2)
-            pre_i, pre_f, pre_z, pre_o = (wx[:, t] + rh).unbind(1)
+            pre_i, pre_f, pre_z, pre_o = (wt + rh).unbind(1)
             log_f = F.logsigmoid(pre_f)
             m_new = torch.maximum(log_f + m, pre_i)
             c = torch.exp(log_f + m - m_new) * c + torch.exp(pre_i - m_new) * torch.tanh(pre_z)
