@@ -163,7 +163,7 @@ bench-speed-lane:
 	  task.seq_len=1024,4096 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120 job.max_len=4096
 	@# the field's baselines (docs/baselines.md: every length to 16K), one point each
 	$(PAR) $(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_baselines \
-	  model=mamba2,gla,deltanet,gated_deltanet,retnet task.seq_len=1024 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120
+	  model=mamba2,gla,deltanet,gated_deltanet,retnet,rwkv7,xlstm,hyena,based task.seq_len=1024 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120
 	$(PAR) $(RUN) -m experiment=speed_vs_length hydra.sweep.dir=$(BENCH_DIR)/speed_explicit_attention \
 	  model=transformer model/attention=explicit task.seq_len=64,256,1024 job.batch_size=4 job.warmup=1 job.repeats=3 job.time_budget_s=120
 	@# fp32, and bf16 where the CPU has bf16 instructions (suite.runtime.numerics.timed_precisions: AVX2 alone emulates it at ~1 GFLOP/s)
