@@ -75,3 +75,19 @@ def test_a_run_scores_every_test_length_apart_and_keeps_a_row_a_scored_position(
     for length, key in ((8, "accuracy"), (16, "accuracy_at_16")):
         hits = [r["label"] == r["prediction"] for r in rows if r["length"] == length]
         assert record.metrics[key] == pytest.approx(sum(hits) / len(hits))
+
+
+def test_a_test_generator_draws_the_test_set_alone_and_must_share_the_vocabulary():
+    from tasks.capabilities.tracking import FlipFlop
+
+    task = SequenceDiagnostic("f", "f", FlipFlop(0.8), 64, test_generator=FlipFlop(0.98), n_train=50, n_val=20,
+                              n_test=40)  # fmt: skip
+    task.setup()
+
+    def ignores(split: str) -> float:  # the share of ignore instructions (id 2) among the instructions
+        instructions = [t for tokens, _ in task.splits[split] for t in tokens[0::2]]
+        return sum(t == 2 for t in instructions) / len(instructions)
+
+    assert ignores("train") < 0.9 and ignores("val") < 0.9 and ignores("test") > 0.9
+    with pytest.raises(ValueError, match="flip_flop: task.test_generator has 5 ids and the generator 8"):
+        SequenceDiagnostic("f", "f", FlipFlop(), 64, test_generator=ModularSum(2))

@@ -79,6 +79,8 @@ class SequenceDiagnostic:
         generator: the diagnostic (see the module).
         seq_len: the training (and validation) length.
         test_lengths: further lengths the test set holds (each longer than ``seq_len``): length extrapolation.
+        test_generator: draws the test set where it differs from the training distribution (flip-flop's sparse and
+            dense tests); its ids must be the generator's. Validation stays at the training distribution.
         n_train, n_val, n_test: examples a split (``n_test`` at each test length).
         split_seed: generates the splits.
     """
@@ -92,6 +94,7 @@ class SequenceDiagnostic:
         generator: Generator,
         seq_len: int,
         test_lengths: Sequence[int] = (),
+        test_generator: Generator | None = None,
         n_train: int = 5000,
         n_val: int = 500,
         n_test: int = 500,
@@ -107,9 +110,16 @@ class SequenceDiagnostic:
                 f"{generator.name}: task.test_lengths {shorter} must each be longer than task.seq_len={seq_len} "
                 "(an extrapolation test reads further than training did)"
             )
+        tester = test_generator or generator
+        if tester.vocab != generator.vocab:
+            raise ValueError(
+                f"{generator.name}: task.test_generator has {tester.vocab} ids and the generator {generator.vocab}: "
+                "the test set must speak the training set's vocabulary"
+            )
         for n in [seq_len, *test_lengths]:
             generator.check(n)
-        self.name, self.dataset, self.generator, self.length = name, dataset, generator, seq_len
+            tester.check(n)
+        self.name, self.dataset, self.generator, self.tester, self.length = name, dataset, generator, tester, seq_len
         self.test_lengths = test_lengths
         self.sizes = {"train": n_train, "val": n_val, "test": n_test}
         self.split_seed = split_seed
@@ -125,7 +135,7 @@ class SequenceDiagnostic:
         test = [
             example
             for n in [self.length, *self.test_lengths]
-            for example in draw_apart(self.generator, self.split_seed, "test", n, self.sizes["test"], taken)
+            for example in draw_apart(self.tester, self.split_seed, "test", n, self.sizes["test"], taken)
         ]
         self.splits = {"train": train, "val": val, "test": test}
 
