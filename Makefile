@@ -83,7 +83,7 @@ define bench_attention_recall
 	$(PAR) $(RUN) -m $(BENCH_RECALL) model/attention=$(BENCH_RECALL_OTHERS)
 endef
 
-.PHONY: help install snapshot data fashion-mnist browser pathfinder bench-lm bench-translation bench-lra test test-slow lint docs precision-check bench bench-tuned bench-pretrained bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf figures gpu-check clean
+.PHONY: help install snapshot data fashion-mnist browser pathfinder bench-lm bench-translation bench-lra bench-capabilities test test-slow lint docs precision-check bench bench-tuned bench-pretrained bench-speed-lane bench-side-lane bench-compression bench-full bench-attention bench-attention-full patterns report perf figures gpu-check clean
 
 help: ## List the commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -314,6 +314,9 @@ bench-lra: data pathfinder ## The LRA at CPU scale: 14 models x ListOps, Text, I
 	$(PYTHON) -m tasks.probes.listops_outer $(LRA_CPU_DIR)/listops-* --out results/lra_cpu/listops_outer.md
 	@s=$$(( $$(date +%s) - $$(cat $(LRA_CPU_STARTED)) )); echo "$(LRA_CPU_COMMAND): $$s s since its first start (after set-up)"; \
 	  $(PYTHON) -m suite.report.duration "$(LRA_CPU_COMMAND)" $$s results/lra_cpu
+
+bench-capabilities: install ## The capability map (docs/capabilities.md): every model at two sizes on the twelve diagnostics, a learning-rate grid then three seeds, two jobs at a time; resumes. Not yet run end to end (its duration is unmeasured); CAPABILITY_ARGS narrows it (--models lstm --tasks parity)
+	$(PYTHON) -m tasks.capabilities.map $(CAPABILITY_ARGS)
 
 patterns: install ## Draw each attention variant's key pattern (probed from the code) into results/attention_patterns/
 	$(PYTHON) -m suite.report.attention_patterns --out results/attention_patterns

@@ -93,14 +93,17 @@ def plan(
     targets: Sequence[int],
     overrides: Mapping[str, Sequence[str]] | None = None,
     tolerance: float = TOLERANCE,
+    common: Sequence[str] = (),
 ) -> list[Sized]:
     """Every model at every target, or a ValueError listing every model that cannot be matched (before any run).
-    ``overrides``: a model's own settings for the map (Mamba-2's heads of 16, where its 64 leave too few widths)."""
+    ``overrides``: a model's own settings for the map (Mamba-2's heads of 16, where its 64 leave too few widths);
+    ``common``: every model's (``experiment=capabilities``: its depth of 2 for all)."""
     out, refused = [], []
     for target in targets:
         for model in models:
             try:
-                out.append(match(model, target, (overrides or {}).get(model, ()), tolerance))
+                settings = [*common, *(overrides or {}).get(model, ())]
+                out.append(match(model, target, settings, tolerance))
             except ValueError as err:
                 refused.append(str(err))
     if refused:

@@ -1,0 +1,59 @@
+"""The capability map's driver: the grid's commands for a sized model (its own settings and each task's, every rate,
+seed 0, its own directory a job) and the rate each task takes to its other seeds (the best seed-0 validation score;
+a failed run never wins)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from suite.runtime.record import RESULT_FILE, ResultRecord
+from tasks.capabilities.map import MapConfig, chosen_rates, command, read_map
+from tasks.capabilities.sizing import Sized
+
+
+def a_map(tmp_path: Path) -> MapConfig:
+    return MapConfig(
+        tasks=["parity", "mqar", "s5"], models=["mamba2"], sizes=[100_000], lrs=[1e-3, 3e-3], seeds=[0, 1, 2],
+        overrides={"mamba2": ["model.backbone.mixer.head_dim=16"]}, task_overrides={"mqar": ["task.seq_len=64"]},
+        sweep_dir=tmp_path,
+    )  # fmt: skip
+
+
+def test_the_grid_runs_each_task_group_with_its_settings_every_rate_and_seed_zero(tmp_path):
+    m = a_map(tmp_path)
+    commands = command(Sized("mamba2", 100_000, 80, 102_380), m, m.tasks, m.lrs, m.seeds[:1], ["x=1"])
+    assert len(commands) == 2  # the diagnostics together, MQAR with its own settings
+    plain, mqar = (" ".join(c[2:]) for c in commands)
+    assert (
+        "model=mamba2 model.d_model=80 model.backbone.mixer.head_dim=16 task=capability/parity,capability/s5" in plain
+    )
+    assert "task=mqar task.seq_len=64" in mqar and "task.seq_len" not in plain
+    for line in (plain, mqar):
+        assert "trainer.optimizer.lr=0.001,0.003 seed=0" in line and line.endswith("x=1")
+        assert f"hydra.sweep.dir={tmp_path}" in line
+
+
+def write(sweep: Path, task: str, lr: float, val: float, status: str = "ok", model: str = "mamba2") -> None:
+    run = sweep / f"{task}-{model}-d80-lr{lr:g}-s0"
+    run.mkdir(parents=True)
+    record = ResultRecord(status=status, task=task, dataset=task, model=model, seed=0,
+                          metrics={"val_accuracy": val}, config={"trainer": {"optimizer": {"lr": lr}}})  # fmt: skip
+    (run / RESULT_FILE).write_text(json.dumps(asdict(record)))
+
+
+def test_each_task_takes_the_rate_whose_seed_zero_run_scored_best_on_validation(tmp_path):
+    m = a_map(tmp_path)
+    write(tmp_path, "parity", 1e-3, 0.6)
+    write(tmp_path, "parity", 3e-3, 0.9)
+    write(tmp_path, "s5", 1e-3, 0.3)
+    write(tmp_path, "s5", 3e-3, 0.99, status="diverged")  # a failed run never wins
+    write(tmp_path, "mqar", 3e-3, 1.0, model="lstm")  # another model's run is not this one's
+    assert chosen_rates(Sized("mamba2", 100_000, 80, 102_380), m) == {"parity": 3e-3, "s5": 1e-3}
+
+
+def test_the_map_reads_its_plan_from_the_experiment():
+    m = read_map()
+    assert len(m.tasks) >= 12 and "transformer" in m.models and len(m.sizes) == 2 and len(m.seeds) == 3
+    assert len(m.lrs) >= 3 and m.sweep_dir.name == "capabilities"
