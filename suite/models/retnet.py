@@ -14,8 +14,6 @@ guards for long sequences in low precision that the RMSNorm a head cancels up to
 
 from __future__ import annotations
 
-from functools import partial
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -72,6 +70,6 @@ class RetentionMixer(nn.Module):
         elif self.form == "parallel":
             o, s = parallel_gated(q, k, v, g), None
         else:
-            o, s = partial(chunk_gated, chunk=self.chunk)(q, k, v, g)
+            o, s = chunk_gated(q, k, v, g, chunk=self.chunk)
         o = merge_heads(F.rms_norm(o, (o.shape[-1],), eps=1e-5)) * F.silu(self.g_proj(x).float())
         return self.out_proj(o.to(x.dtype)), ({"S": s} if s is not None else {})
