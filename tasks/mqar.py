@@ -24,8 +24,7 @@ from torch.utils.data import DataLoader
 from suite.models.language_model import LanguageModel, build_language_model
 from suite.models.scan import positive_int
 from suite.types import Batch
-
-Example = tuple[list[int], list[int]]  # tokens (L,), and the target at each position (-1: not scored)
+from tasks.capabilities.base import Example, collate
 
 
 def mqar_example(rng: random.Random, seq_len: int, n_pairs: int, n_keys: int, n_values: int, n_filler: int) -> Example:
@@ -42,14 +41,6 @@ def mqar_example(rng: random.Random, seq_len: int, n_pairs: int, n_keys: int, n_
         query[2 * slot], query[2 * slot + 1] = keys[i], values[i]
         targets[2 * n_pairs + 2 * slot] = values[i]
     return tokens + query, targets
-
-
-def collate(items: list[Example]) -> Batch:
-    """Examples of one length -> inputs (B, L), targets (B, L) (0 where not scored), extra['scored'] (B, L) bool."""
-    ids = torch.tensor([t for t, _ in items])
-    targets = torch.tensor([y for _, y in items])
-    scored = targets >= 0
-    return Batch(ids, targets.clamp(min=0), n_items=len(items), n_tokens=ids.numel(), extra={"scored": scored})
 
 
 class MqarTask:

@@ -34,6 +34,13 @@ Example = tuple[list[int], list[int]]  # tokens (L,), and the target at each pos
 DRAWS = 20  # draws an example may take to avoid the training set before the space is called too small
 
 
+def knob(value: object, least: int, setting: str, owner: str) -> int:
+    """A generator's integer setting ``task.generator.<setting>`` if it is >= ``least``, else a ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{owner}: task.generator.{setting} must be an integer >= {least}, got {value!r}")
+    return value
+
+
 class Generator(Protocol):
     name: str
     vocab: int

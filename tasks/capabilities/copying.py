@@ -36,16 +36,9 @@ from __future__ import annotations
 import random
 
 from suite.models.scan import positive_int
-from tasks.capabilities.base import Example
+from tasks.capabilities.base import Example, knob
 
 BLANK, COPY, SPECIAL = 1, 2, 1
-
-
-def _at_least(value: object, least: int, setting: str, owner: str) -> int:
-    """``value`` if it is an integer >= ``least``, else a ValueError naming the setting."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ValueError(f"{owner}: {setting} must be an integer >= {least}, got {value!r}")
-    return value
 
 
 class SelectiveCopying:
@@ -61,7 +54,7 @@ class SelectiveCopying:
 
     def __init__(self, n_tokens: int = 8, data_vocab: int = 16, teacher_forcing: bool = True) -> None:
         positive_int(n_tokens, "task.generator.n_tokens", self.name)
-        _at_least(data_vocab, 2, "task.generator.data_vocab", self.name)
+        knob(data_vocab, 2, "data_vocab", self.name)
         if not isinstance(teacher_forcing, bool):
             raise ValueError(
                 f"{self.name}: task.generator.teacher_forcing must be true or false, got {teacher_forcing!r}"
@@ -100,7 +93,7 @@ class InductionHeads:
     name = "induction_heads"
 
     def __init__(self, data_vocab: int = 16) -> None:
-        _at_least(data_vocab, 2, "task.generator.data_vocab", self.name)
+        knob(data_vocab, 2, "data_vocab", self.name)
         self.data_vocab = data_vocab
         self.vocab = 2 + data_vocab
 

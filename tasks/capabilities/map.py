@@ -64,9 +64,9 @@ def read_map(extra: Sequence[str] = ()) -> MapConfig:
     )
 
 
-def task_choice(task: str) -> str:
+def task_config(task: str) -> str:
     """The config a task name is composed from: MQAR has its own; the diagnostics are under capability/."""
-    return "task=mqar" if task == "mqar" else f"task=capability/{task}"
+    return "mqar" if task == "mqar" else f"capability/{task}"
 
 
 def command(sized: Sized, m: MapConfig, tasks: Sequence[str], lrs: Sequence[float], seeds: Sequence[int],
@@ -80,7 +80,7 @@ def command(sized: Sized, m: MapConfig, tasks: Sequence[str], lrs: Sequence[floa
         out.append([
             sys.executable, "-m", "suite.run", "-m", "experiment=capabilities", f"model={sized.model}",
             f"model.d_model={sized.d_model}", *m.overrides.get(sized.model, []),
-            ",".join(task_choice(t) for t in members).replace(",task=", ","),
+            "task=" + ",".join(task_config(t) for t in members),
             *task_settings, "trainer.optimizer.lr=" + ",".join(f"{lr:g}" for lr in lrs),
             "seed=" + ",".join(str(s) for s in seeds), f"hydra.sweep.dir={m.sweep_dir}", *LAUNCHER, *extra,
         ])  # fmt: skip

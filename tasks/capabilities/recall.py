@@ -58,14 +58,7 @@ from __future__ import annotations
 
 import random
 
-from tasks.capabilities.base import Example
-
-
-def _count(value: object, setting: str, name: str, least: int) -> int:
-    """An integer knob of at least ``least``, or a ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ValueError(f"{name}: task.generator.{setting} must be an integer >= {least}, got {value!r}")
-    return value
+from tasks.capabilities.base import Example, knob
 
 
 class InContextRecall:
@@ -79,8 +72,8 @@ class InContextRecall:
     name = "in_context_recall"
 
     def __init__(self, n_keys: int = 8, n_values: int = 8) -> None:
-        self.n_keys = _count(n_keys, "n_keys", self.name, 1)
-        self.n_values = _count(n_values, "n_values", self.name, 2)
+        self.n_keys = knob(n_keys, 1, "n_keys", self.name)
+        self.n_values = knob(n_values, 2, "n_values", self.name)
         self.n_noise, self.noise = 0, 0.0
         self.vocab = 1 + self.n_keys + self.n_values
 
@@ -126,7 +119,7 @@ class NoisyRecall(InContextRecall):
 
     def __init__(self, n_keys: int = 8, n_values: int = 8, n_noise: int = 16, noise: float = 0.2) -> None:
         super().__init__(n_keys, n_values)
-        self.n_noise = _count(n_noise, "n_noise", self.name, 1)
+        self.n_noise = knob(n_noise, 1, "n_noise", self.name)
         if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise < 1:
             raise ValueError(
                 f"{self.name}: task.generator.noise must be in [0, 1) (a share of the slots), got {noise!r}"
@@ -147,10 +140,10 @@ class FuzzyRecall:
     name = "fuzzy_recall"
 
     def __init__(self, n_keys: int = 8, n_values: int = 8, max_key_len: int = 3, max_value_len: int = 3) -> None:
-        self.max_key_len = _count(max_key_len, "max_key_len", self.name, 1)
-        self.max_value_len = _count(max_value_len, "max_value_len", self.name, 1)
-        self.n_keys = _count(n_keys, "n_keys", self.name, 1)
-        self.n_values = _count(n_values, "n_values", self.name, 2)
+        self.max_key_len = knob(max_key_len, 1, "max_key_len", self.name)
+        self.max_value_len = knob(max_value_len, 1, "max_value_len", self.name)
+        self.n_keys = knob(n_keys, 1, "n_keys", self.name)
+        self.n_values = knob(n_values, 2, "n_values", self.name)
         for tokens, setting, longest, span in ((n_keys, "n_keys", max_key_len, "key"),
                                                (n_values, "n_values", max_value_len, "value")):  # fmt: skip
             if tokens < longest:
