@@ -55,6 +55,12 @@ def head_rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-5) -> Tensor:
     return F.rms_norm(x, (x.shape[-1],), weight, eps)
 
 
+def head_layer_norm(x: Tensor, weight: Tensor, eps: float = 1e-5) -> Tensor:
+    """A layer norm over each head's values, then a weight a channel: x (B, H, L, d), weight (H * d,) -> (B, L, H * d)
+    (xLSTM's and RWKV-7's group norm)."""
+    return merge_heads(F.layer_norm(x, x.shape[-1:], eps=eps)) * weight
+
+
 def head_widths(d_model: int, heads: int, factors: dict[str, float], owner: str) -> dict[str, int]:
     """Each ``factor x d_model`` width, refused unless it is a whole number of at least one a head."""
     positive_int(heads, "heads (model.backbone.mixer)", owner)

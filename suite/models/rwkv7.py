@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from suite.models.chunked_dplr import chunk_dplr, recurrent_dplr
-from suite.models.mixer_stack import merge_heads, split_heads
+from suite.models.mixer_stack import head_layer_norm, merge_heads, split_heads
 from suite.models.scan import positive_int
 from suite.runtime.precision_policy import SCAN
 from suite.types import State
@@ -100,6 +100,6 @@ class RWKV7Mixer(nn.Module):
         r, k, v, a, g = (split_heads(t, self.heads) for t in (r.to(wide), k, v.to(wide), a, g))
         args = (r, k, v, -kk, kk * a, g, state["S"] if state else None)
         o, s = recurrent_dplr(*args) if step else chunk_dplr(*args, chunk=self.chunk)
-        o = merge_heads(F.layer_norm(o, o.shape[-1:], eps=64e-5)) * self.norm_weight + self.norm_bias
+        o = head_layer_norm(o, self.norm_weight, eps=64e-5) + self.norm_bias
         o = o + merge_heads((r * k * self.r_k[:, None]).sum(-1, keepdim=True) * v)  # the current position's bonus
         return self.out((o * gate.to(wide)).to(x.dtype)), {"S": s, "last": x[:, -1]}

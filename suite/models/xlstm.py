@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from suite.models.chunked_mlstm import chunk_mlstm, recurrent_mlstm
-from suite.models.mixer_stack import ShortConv, head_widths, merge_heads, split_heads
+from suite.models.mixer_stack import ShortConv, head_layer_norm, head_widths, split_heads
 from suite.models.scan import positive_int
 from suite.runtime.precision_policy import SCAN
 from suite.types import State
@@ -48,11 +48,6 @@ class BlockDiagonal(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         y = torch.einsum("...bi,boi->...bo", x.unflatten(-1, (self.blocks, -1)), self.weight).flatten(-2)
         return y if self.bias is None else y + self.bias
-
-
-def head_layer_norm(x: Tensor, weight: Tensor, eps: float = 1e-5) -> Tensor:
-    """A layer norm without bias over each head's values: x (B, H, L, d), weight (H * d,) -> (B, L, H * d)."""
-    return merge_heads(F.layer_norm(x, x.shape[-1:], eps=eps)) * weight
 
 
 class MLSTMMixer(nn.Module):
