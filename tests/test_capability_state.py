@@ -11,6 +11,7 @@ from suite.run import execute
 from suite.runtime.predictions import read_predictions
 from tasks.capabilities.base import SequenceDiagnostic
 from tasks.capabilities.state import ModularSum
+from tasks.capabilities.tracking import FlipFlop
 from tests.conftest import compose_config, shrink
 
 
@@ -42,6 +43,28 @@ def test_the_splits_are_seeded_held_apart_and_the_test_set_holds_each_length():
     assert lengths == [8] * 3 + [16] * 3 + [32] * 3  # batches of one length each
 
 
+def test_training_lengths_run_from_min_train_len_up_to_seq_len_and_pad_after_each_end():
+    task = SequenceDiagnostic("p", "p", ModularSum(2), seq_len=12, min_train_len=2, test_lengths=[24], n_train=400,
+                              n_val=20, n_test=10)  # fmt: skip
+    task.setup()
+    lengths = [len(t) for t, _ in task.splits["train"]]
+    assert min(lengths) == 2 and max(lengths) == 12 and len(set(lengths)) == 11  # every length drawn (400 draws)
+    assert {len(t) for t, _ in task.splits["val"]} == {12}  # validation at the longest training length
+    for tokens, targets in task.splits["train"]:  # the answer of each example at its own end
+        assert [i for i, y in enumerate(targets) if y >= 0] == [len(tokens) - 1]
+        assert targets[-1] - 3 == sum(t - 1 for t in tokens) % 2
+    batch = next(iter(task.loaders(400, 0)["train"]))
+    assert batch.inputs.shape == (400, 12)
+    for ids, scored in zip(batch.inputs.tolist(), batch.extra["scored"].tolist()):
+        end = next((i for i, t in enumerate(ids) if t == 0), len(ids))  # padding (id 0) only after the end
+        assert all(t == 0 for t in ids[end:]) and all(t != 0 for t in ids[:end])
+        assert [i for i, s in enumerate(scored) if s] == [end - 1]  # scored at the example's last token alone
+    same = SequenceDiagnostic("p", "p", ModularSum(2), seq_len=12, min_train_len=2, test_lengths=[24], n_train=400,
+                              n_val=20, n_test=10)  # fmt: skip
+    same.setup()
+    assert same.splits == task.splits  # seeded
+
+
 def test_a_space_too_small_to_hold_the_splits_apart_is_refused():
     task = SequenceDiagnostic("p", "p", ModularSum(2), seq_len=3, n_train=200, n_val=5, n_test=5)  # 8 strings exist
     with pytest.raises(ValueError, match="parity: 20 draws in a row at length 3 repeated a training sequence"):
@@ -58,6 +81,18 @@ def test_a_space_too_small_to_hold_the_splits_apart_is_refused():
             r"parity: task.test_lengths \[8\] must each be longer than task.seq_len=16",
         ),  # fmt: skip
         (lambda: SequenceDiagnostic("p", "p", ModularSum(), 0), "parity: task.seq_len must be a positive integer"),
+        (
+            lambda: SequenceDiagnostic("p", "p", ModularSum(), 16, min_train_len=17),
+            "parity: task.min_train_len=17 must be at most task.seq_len=16",
+        ),
+        (
+            lambda: SequenceDiagnostic("p", "p", ModularSum(), 16, min_train_len=0),
+            "parity: task.min_train_len must be a positive integer",
+        ),
+        (  # every training length is checked: flip-flop's lengths are even
+            lambda: SequenceDiagnostic("f", "f", FlipFlop(), 8, min_train_len=4),
+            "flip_flop: a length .* must be even and >= 4 .* got 5",
+        ),  # fmt: skip
     ],
 )
 def test_bad_settings_are_refused_by_name(build, message):
@@ -78,8 +113,6 @@ def test_a_run_scores_every_test_length_apart_and_keeps_a_row_a_scored_position(
 
 
 def test_a_test_generator_draws_the_test_set_alone_and_must_share_the_vocabulary():
-    from tasks.capabilities.tracking import FlipFlop
-
     task = SequenceDiagnostic("f", "f", FlipFlop(0.8), 64, test_generator=FlipFlop(0.98), n_train=50, n_val=20,
                               n_test=40)  # fmt: skip
     task.setup()

@@ -9,11 +9,13 @@ A diagnostic is a small object (its module's ``Generator``) with
 
 and ``SequenceDiagnostic`` is the ``Task`` contract around any of them: a causal language model reads the tokens left
 to right and is scored at the positions with a target (the next token must be the answer; accuracy is over those
-positions). Training and validation are at ``seq_len``; the test set is at ``seq_len`` and, for a task that measures
-length extrapolation, at each of ``test_lengths`` too (``accuracy_at_<L>`` in the record; ``accuracy`` stays at the
-training length). Every split comes from its own stream of ``split_seed``, and no validation or test sequence occurs in
-training (held apart by construction: a drawn duplicate is drawn again; a space too small to hold the splits apart is
-refused). A diagnostic is its module and its config under conf/task/.
+positions). Training is at ``seq_len``, or at every length from ``min_train_len`` up to it (each example's length drawn
+uniformly: Delétang et al. 2023's training distribution for the state-tracking tasks); validation is at ``seq_len``;
+the test set is at ``seq_len`` and, for a task that measures length extrapolation, at each of ``test_lengths`` too
+(``accuracy_at_<L>`` in the record; ``accuracy`` stays at the training length). Every split comes from its own stream
+of ``split_seed``, and no validation or test sequence occurs in training (held apart by construction: a drawn duplicate
+is drawn again; a space too small to hold the splits apart is refused). A diagnostic is its module and its config
+under conf/task/.
 """
 
 from __future__ import annotations
@@ -51,22 +53,34 @@ class Generator(Protocol):
 
 
 def collate(items: list[Example]) -> Batch:
-    """Examples of one length -> inputs (B, L), targets (B, L) (0 where not scored), extra['scored'] (B, L) bool."""
-    ids = torch.tensor([t for t, _ in items])
-    targets = torch.tensor([y for _, y in items])
+    """Examples -> inputs (B, L), targets (B, L) (0 where not scored), extra['scored'] (B, L) bool; L the longest
+    example's length, the shorter padded after their end (id 0, unscored: a causal model's outputs at an example's own
+    positions never read its padding)."""
+    width = max(len(t) for t, _ in items)
+    ids = torch.tensor([t + [0] * (width - len(t)) for t, _ in items])
+    targets = torch.tensor([y + [-1] * (width - len(y)) for _, y in items])
     scored = targets >= 0
     return Batch(ids, targets.clamp(min=0), n_items=len(items), n_tokens=ids.numel(), extra={"scored": scored})
 
 
 def draw_apart(
-    generator: Generator, seed: int, split: str, length: int, n: int, taken: set[tuple[int, ...]]
+    generator: Generator,
+    seed: int,
+    split: str,
+    length: int,
+    n: int,
+    taken: set[tuple[int, ...]],
+    shortest: int | None = None,
 ) -> list[Example]:
-    """``n`` examples at ``length`` from the stream (seed, split, length), none of whose tokens are in ``taken``."""
-    rng = random.Random(f"{seed}:{split}:{length}")
+    """``n`` examples at ``length`` from the stream (seed, split, length), none of whose tokens are in ``taken``; with
+    ``shortest``, each at a length drawn uniformly from ``shortest..length`` (from the stream (seed, split,
+    shortest-length))."""
+    rng = random.Random(f"{seed}:{split}:{length}" if shortest is None else f"{seed}:{split}:{shortest}-{length}")
     out = []
     for _ in range(n):
+        size = length if shortest is None else rng.randint(shortest, length)
         for _ in range(DRAWS):
-            example = generator.example(rng, length)
+            example = generator.example(rng, size)
             if tuple(example[0]) not in taken:
                 break
         else:
@@ -84,7 +98,8 @@ class SequenceDiagnostic:
     Args:
         name, dataset: as recorded.
         generator: the diagnostic (see the module).
-        seq_len: the training (and validation) length.
+        seq_len: the training (and validation) length; the longest training length where ``min_train_len`` is set.
+        min_train_len: the shortest training length (None: every training example at ``seq_len``).
         test_lengths: further lengths the test set holds (each longer than ``seq_len``): length extrapolation.
         test_generator: draws the test set where it differs from the training distribution (flip-flop's sparse and
             dense tests); its ids must be the generator's. Validation stays at the training distribution.
@@ -101,6 +116,7 @@ class SequenceDiagnostic:
         generator: Generator,
         seq_len: int,
         test_lengths: Sequence[int] = (),
+        min_train_len: int | None = None,
         test_generator: Generator | None = None,
         n_train: int = 5000,
         n_val: int = 500,
@@ -117,6 +133,13 @@ class SequenceDiagnostic:
                 f"{generator.name}: task.test_lengths {shorter} must each be longer than task.seq_len={seq_len} "
                 "(an extrapolation test reads further than training did)"
             )
+        if min_train_len is not None:
+            positive_int(min_train_len, "task.min_train_len", generator.name)
+            if min_train_len > seq_len:
+                raise ValueError(
+                    f"{generator.name}: task.min_train_len={min_train_len} must be at most task.seq_len={seq_len} "
+                    "(training lengths run from min_train_len up to seq_len)"
+                )
         tester = test_generator or generator
         if tester.vocab != generator.vocab:
             raise ValueError(
@@ -126,8 +149,10 @@ class SequenceDiagnostic:
         for n in [seq_len, *test_lengths]:
             generator.check(n)
             tester.check(n)
+        for n in range(min_train_len or seq_len, seq_len):  # every training length the generator may be asked for
+            generator.check(n)
         self.name, self.dataset, self.generator, self.tester, self.length = name, dataset, generator, tester, seq_len
-        self.test_lengths = test_lengths
+        self.test_lengths, self.min_train_len = test_lengths, min_train_len
         self.sizes = {"train": n_train, "val": n_val, "test": n_test}
         self.split_seed = split_seed
         self.splits: dict[str, list[Example]] | None = None
@@ -136,7 +161,9 @@ class SequenceDiagnostic:
     def setup(self) -> None:
         if self.splits is not None:
             return
-        train = draw_apart(self.generator, self.split_seed, "train", self.length, self.sizes["train"], set())
+        train = draw_apart(
+            self.generator, self.split_seed, "train", self.length, self.sizes["train"], set(), self.min_train_len
+        )
         taken = {tuple(t) for t, _ in train}
         val = draw_apart(self.generator, self.split_seed, "val", self.length, self.sizes["val"], taken)
         test = [
