@@ -21,7 +21,7 @@ def sequential_scan(x, delta, A, B, C, D, h0=None):
     return torch.stack(ys, 1), h
 
 
-@pytest.mark.parametrize(("kernel", "chunk"), [("pscan", 256), ("log", 4), ("log", 256)])
+@pytest.mark.parametrize(("kernel", "chunk"), [("loop", 256), ("pscan", 256), ("log", 4), ("log", 256)])
 def test_the_selective_scan_is_the_sequential_recurrence(kernel, chunk):
     gen = torch.Generator().manual_seed(0)
     x, delta = torch.randn(2, 37, 6, generator=gen), torch.rand(2, 37, 6, generator=gen) * 0.5
@@ -31,6 +31,31 @@ def test_the_selective_scan_is_the_sequential_recurrence(kernel, chunk):
     y, h = selective_scan(x, delta, A, B, C, D, h0, chunk, kernel)
     expected_y, expected_h = sequential_scan(x, delta, A, B, C, D, h0)
     assert torch.allclose(y, expected_y, atol=1e-4, rtol=1e-4) and torch.allclose(h, expected_h, atol=1e-4, rtol=1e-4)
+
+
+def test_the_loops_backward_is_the_sequential_recurrences_in_float64():
+    """Every input's gradient of the loop (its own backward) against autograd through the recurrence written plainly,
+    from a carried state and to the last state as well as the outputs."""
+    gen = torch.Generator().manual_seed(1)
+    f64 = dict(dtype=torch.float64)
+    inputs = [
+        torch.randn(2, 19, 5, generator=gen, **f64),
+        torch.rand(2, 19, 5, generator=gen, **f64),
+        -torch.rand(5, 3, generator=gen, **f64) * 4,
+        torch.randn(2, 19, 3, generator=gen, **f64),
+        torch.randn(2, 19, 3, generator=gen, **f64),
+        torch.randn(5, generator=gen, **f64),
+        torch.randn(2, 5, 3, generator=gen, **f64),
+    ]
+    weights = torch.randn(2, 19, 5, generator=gen, **f64), torch.randn(2, 5, 3, generator=gen, **f64)
+    grads = []
+    for form in (lambda *t: selective_scan(*t, kernel="loop"), sequential_scan):
+        leaves = [t.clone().requires_grad_() for t in inputs]
+        y, h = form(*leaves)
+        ((y * weights[0]).sum() + (h * weights[1]).sum()).backward()
+        grads.append([t.grad for t in leaves])
+    for name, ours, expected in zip(["x", "delta", "A", "B", "C", "D", "h0"], *grads):
+        assert torch.allclose(ours, expected, atol=1e-10, rtol=1e-10), name
 
 
 def test_the_scan_has_finite_gradients_where_b_is_zero():
@@ -43,7 +68,7 @@ def test_the_scan_has_finite_gradients_where_b_is_zero():
     assert torch.isfinite(x.grad).all()
 
 
-@pytest.mark.parametrize("kernel", ["pscan", "log"])
+@pytest.mark.parametrize("kernel", ["loop", "pscan", "log"])
 def test_the_block_is_mambapys_given_the_same_weights(kernel):
     import mambapy.mamba as peer
 

@@ -7,11 +7,12 @@ out_proj.
 The parameters are named and shaped as ``mambapy``'s ``MambaBlock`` names them (which follows the reference
 ``mamba_simple.py``), so the tests load its weights.
 
-The scan on a CPU is ``mambapy``'s ``pscan`` (``kernel=pscan``, the default): a Blelloch scan in linear space, in
-place, with its own backward. Ours (``kernel=log``: ``suite.models.scan.log_scan``, the chunked log-space scan of
-minGRU, run twice because its log needs b > 0 and dt B x has either sign) gives the same outputs and was measured
-far slower for a block's forward and backward (``python -m suite.tools.scan_bench``): logcumsumexp's exp and log
-over (B, L, E N) and its backward cost what the pscan's multiply-adds do not. ``kernel=mamba_ssm`` takes
+The scan on a CPU is our loop over positions (``kernel=loop``, the default: ``suite.models.selective_loop``), which
+never builds the (B, L, E, N) decays and inputs the parallel scans pass over, and was measured faster than both
+(``python -m suite.tools.scan_bench``): ``mambapy``'s ``pscan`` (``kernel=pscan``: a Blelloch scan in linear space,
+in place, with its own backward) and ours in log space (``kernel=log``: ``suite.models.scan.log_scan``, the chunked
+log-space scan of minGRU, run twice because its log needs b > 0 and dt B x has either sign), whose logcumsumexp's
+exp and log over (B, L, E N) and its backward cost what the pscan's multiply-adds do not. ``kernel=mamba_ssm`` takes
 ``mamba-ssm``'s fused CUDA kernel (a CUDA device and the package are required, and checked when the model is built).
 """
 
@@ -26,11 +27,12 @@ from torch import Tensor, nn
 
 from suite.models.declaration import CAUSAL, PADDING, STEP
 from suite.models.scan import log_scan, positive_int
+from suite.models.selective_loop import selective_loop
 from suite.nn import Dropout
 from suite.runtime.precision_policy import SCAN
 from suite.types import State
 
-KERNELS = ("pscan", "log", "mamba_ssm")
+KERNELS = ("loop", "pscan", "log", "mamba_ssm")
 
 
 def selective_scan(
@@ -42,16 +44,21 @@ def selective_scan(
     D: Tensor,
     h0: Tensor | None = None,
     chunk: int = 256,
-    kernel: str = "pscan",
+    kernel: str = "loop",
 ) -> tuple[Tensor, Tensor]:
     """x, delta (B, L, E), A (E, N), B, C (B, L, N), D (E,), h0 (B, E, N) or None -> (y (B, L, E), h_L (B, E, N)).
 
-    h_t = exp(delta_t A) h_(t-1) + delta_t B_t x_t and y_t = C_t . h_t + D x_t, in float32: by ``mambapy``'s pscan
-    (``kernel='pscan'``), or by our log-space scan on the positive and negative parts of delta B x (``'log'``).
+    h_t = exp(delta_t A) h_(t-1) + delta_t B_t x_t and y_t = C_t . h_t + D x_t, in float32 (float64 stays): by our
+    loop over positions (``kernel='loop'``: ``suite.models.selective_loop``), ``mambapy``'s pscan (``'pscan'``), or
+    our log-space scan on the positive and negative parts of delta B x (``'log'``).
     """
     batch, length, width = x.shape
     states = A.shape[1]
-    x, delta, B, C = x.float(), delta.float(), B.float(), C.float()
+    dtype = torch.promote_types(x.dtype, torch.float32)
+    x, delta, A, B, C = x.to(dtype), delta.to(dtype), A.to(dtype), B.to(dtype), C.to(dtype)
+    if kernel == "loop":
+        y, h = selective_loop(x, delta, A, B, C, None if h0 is None else h0.to(dtype))
+        return y + D * x, h
     if kernel == "pscan":
         from mambapy.pscan import pscan
 
@@ -109,7 +116,7 @@ class MambaBlock(nn.Module):
         d_conv: the causal convolution's width.
         dt_rank: the rank of the step's input map ('auto': ceil(D / 16)).
         chunk: the scan's chunk length.
-        kernel: 'pscan' (mambapy's), 'log' (ours) or 'mamba_ssm' (CUDA).
+        kernel: 'loop' (ours, one loop over positions), 'pscan' (mambapy's), 'log' (ours) or 'mamba_ssm' (CUDA).
         dt_min, dt_max: the range of the initial step.
     """
 
@@ -121,7 +128,7 @@ class MambaBlock(nn.Module):
         d_conv: int = 4,
         dt_rank: int | str = "auto",
         chunk: int = 256,
-        kernel: str = "pscan",
+        kernel: str = "loop",
         dt_min: float = 1e-3,
         dt_max: float = 1e-1,
     ) -> None:
@@ -157,7 +164,8 @@ class MambaBlock(nn.Module):
         if fused and self.kernel == "mamba_ssm" and x.is_cuda:
             y, h = mamba_ssm_scan(x, delta, A, B, C, self.D), None
         else:
-            scan = "log" if self.kernel == "log" else "pscan"  # a step goes on from a state: mamba-ssm's returns none
+            # a step goes on from a state, which mamba-ssm's kernel does not return: its device's parallel scan does
+            scan = "pscan" if self.kernel == "mamba_ssm" else self.kernel
             y, h = selective_scan(x, delta, A, B, C, self.D.float(), h0, self.chunk, scan)
         return self.out_proj((y * F.silu(z.float())).to(z.dtype)), h
 

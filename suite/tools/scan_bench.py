@@ -5,9 +5,9 @@
 
 Two tables, every row timed interleaved (median, IQR), the same weights and inputs for both:
 
-1. Mamba's block with our log-space scan (``suite.models.mamba``, ``kernel=log``: the chunked scan on the signed
-   parts) against ``mambapy``'s block (its Blelloch ``pscan``, which ``model=mamba`` uses by default), width 128,
-   E = 256, N = 16;
+1. Mamba's block with our loop over positions (``suite.models.selective_loop``, ``kernel=loop``, ``model=mamba``'s
+   default) and with our log-space scan (``kernel=log``: the chunked scan on the signed parts), each against
+   ``mambapy``'s block (its Blelloch ``pscan``), width 128, E = 256, N = 16;
 2. minGRU's layer: ours (the chunked scan) against ``mingru-pytorch``'s (one ``logcumsumexp`` over the whole
    sequence), width 128; then ours again with the scan in one chunk (``chunk=null``), the peer's form.
 
@@ -38,12 +38,12 @@ def backward_of(model: torch.nn.Module, x: torch.Tensor) -> Callable[[], None]:
     return lambda: model(x).float().square().mean().backward()
 
 
-def mamba_pair(length: int, batch: int, width: int) -> dict[str, Callable[[], None]]:
+def mamba_pair(length: int, batch: int, width: int, kernel: str = "loop") -> dict[str, Callable[[], None]]:
     from mambapy.mamba import MambaBlock as Theirs
     from mambapy.mamba import MambaConfig
 
     theirs = Theirs(MambaConfig(d_model=width, n_layers=1, d_state=16, expand_factor=2, d_conv=4))
-    ours = MambaBlock(width, d_state=16, expand=2, d_conv=4, kernel="log")
+    ours = MambaBlock(width, d_state=16, expand=2, d_conv=4, kernel=kernel)
     ours.load_state_dict(theirs.state_dict())
     x = torch.randn(batch, length, width)
     return {"ours": backward_of(ours, x), "mambapy": backward_of(theirs, x)}
@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[int, dict[str, Timing]
     cpu = torch.device("cpu")
     print(measured_on(cpu, f"batch {args.batch}, width {args.width}, fp32, forward + backward"))
     pairs = (
-        ("mamba", lambda n: mamba_pair(n, args.batch, args.width), "mambapy"),
+        ("mamba, our loop", lambda n: mamba_pair(n, args.batch, args.width, "loop"), "mambapy"),
+        ("mamba, our log-space scan", lambda n: mamba_pair(n, args.batch, args.width, "log"), "mambapy"),
         ("mingru", lambda n: mingru_pair(n, args.batch, args.width), "mingru-pytorch"),
         ("mingru with one chunk", lambda n: mingru_pair(n, args.batch, args.width, None), "mingru-pytorch"),
     )
