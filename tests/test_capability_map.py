@@ -5,11 +5,12 @@ a failed run never wins)."""
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
 from suite.runtime.record import RESULT_FILE, ResultRecord
-from tasks.capabilities.map import MapConfig, chosen_rates, command, read_map
+from tasks.capabilities.map import LEDGER, MapConfig, chosen_rates, command, knob_commands, map_seconds, read_map, timed
 from tasks.capabilities.sizing import Sized
 
 
@@ -57,3 +58,26 @@ def test_the_map_reads_its_plan_from_the_experiment():
     m = read_map()
     assert len(m.tasks) >= 12 and "transformer" in m.models and len(m.sizes) == 2 and len(m.seeds) == 3
     assert len(m.lrs) >= 3 and m.sweep_dir.name == "capabilities"
+
+
+def test_the_knob_stage_runs_every_seed_at_the_chosen_rate_a_directory_a_value(tmp_path):
+    m = a_map(tmp_path)
+    m = MapConfig(**{**m.__dict__, "knobs": {"mqar": {"seq_len": [32, 128]}}})
+    commands = knob_commands(Sized("mamba2", 100_000, 80, 102_380), m, "mqar", 3e-3, ["x=1"])
+    assert len(commands) == 2
+    for command_line, value in zip((" ".join(c[2:]) for c in commands), (32, 128)):
+        assert f"hydra.sweep.dir={tmp_path / f'knob-seq_len-{value}'}" in command_line
+        assert "trainer.optimizer.lr=0.003 seed=0,1,2" in command_line
+        assert f"capability_stage=knob capability_knob=seq_len task.seq_len={value}" in command_line
+        assert "task.seq_len=64" not in command_line  # the task's own value in the map gives way to the knob's
+    assert knob_commands(Sized("mamba2", 100_000, 80, 102_380), m, "parity", 3e-3, []) == []
+
+
+def test_the_ledger_sums_each_commands_wall_time_over_sessions(tmp_path):
+    ledger = tmp_path / LEDGER
+    assert map_seconds(tmp_path) == 0.0
+    for _ in range(2):  # two sessions, each one command
+        timed([sys.executable, "-c", "import time; time.sleep(0.2)", "a", "b"], ledger)
+    entries = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert len(entries) == 2 and entries[0]["command"] == ["a", "b"]
+    assert 0.4 <= map_seconds(tmp_path) < 10

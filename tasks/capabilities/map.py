@@ -7,10 +7,13 @@ jobs at a time here by default; ``hydra/launcher=slurm`` on a cluster):
 
 1. **grid**: every task at every learning rate, seed 0;
 2. **seeds**: for each task, the other seeds at the rate whose seed-0 run scored best on validation (its record's
-   ``val_accuracy``; a failed run never wins).
+   ``val_accuracy``; a failed run never wins: ``tasks.capabilities.cells.best_rate``, the report's rule too);
+3. **knobs**: for each task that ``capability_map.knobs`` names, every seed at that rate at each further value of
+   its setting (``capability_stage=knob``, each value a sweep directory of its own under ``knob-<setting>-<value>``).
 
 Every job has its own directory under the sweep directory (task, model, width, rate, seed), and ``suite.run`` skips a
-finished one: a killed map resumes by running the same command.
+finished one: a killed map resumes by running the same command. Each command's wall time is added to
+``durations.jsonl`` in the sweep directory as it ends, so the map's time is the sum over the sessions it took.
 
     python -m tasks.capabilities.map --dry-run
     python -m tasks.capabilities.map --models lstm mamba2 --tasks parity mqar --sizes 100000
@@ -19,8 +22,11 @@ finished one: a killed map resumes by running the same command.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -30,6 +36,7 @@ from omegaconf import OmegaConf
 from suite.runtime.compose import composed
 from suite.runtime.paths import PROJECT_ROOT
 from suite.runtime.record import RESULT_FILE, read_result
+from tasks.capabilities.cells import best_rate
 from tasks.capabilities.sizing import Sized, plan
 
 LAUNCHER = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
@@ -45,6 +52,7 @@ class MapConfig:
     overrides: dict[str, list[str]]
     task_overrides: dict[str, list[str]]
     sweep_dir: Path
+    knobs: dict[str, dict[str, list[float]]] | None = None
 
 
 def read_map(extra: Sequence[str] = ()) -> MapConfig:
@@ -61,6 +69,7 @@ def read_map(extra: Sequence[str] = ()) -> MapConfig:
         overrides={k: list(v) for k, v in (node.get("overrides") or {}).items()},
         task_overrides={k: list(v) for k, v in (node.get("task_overrides") or {}).items()},
         sweep_dir=sweep if sweep.is_absolute() else PROJECT_ROOT / sweep,
+        knobs={task: {k: list(v) for k, v in settings.items()} for task, settings in (node.get("knobs") or {}).items()},
     )
 
 
@@ -89,16 +98,49 @@ def command(sized: Sized, m: MapConfig, tasks: Sequence[str], lrs: Sequence[floa
 
 def chosen_rates(sized: Sized, m: MapConfig) -> dict[str, float]:
     """Task -> the grid's rate whose seed-0 run scored best on validation (tasks with no finished run left out)."""
-    best: dict[str, tuple[float, float]] = {}
+    runs: dict[str, list] = {}
     for path in m.sweep_dir.glob(f"*-d{sized.d_model}-lr*-s{m.seeds[0]}/{RESULT_FILE}"):
         record = read_result(path)
-        if record.model != sized.model or record.status != "ok":
-            continue
-        score = record.metrics.get("val_accuracy", float("-inf"))
-        lr = float(record.config["trainer"]["optimizer"]["lr"])
-        if record.task not in best or score > best[record.task][0]:
-            best[record.task] = (score, lr)
-    return {task: lr for task, (_, lr) in best.items()}
+        if record.model == sized.model:
+            runs.setdefault(record.task, []).append(record)
+    chosen = {task: best_rate(found, m.seeds[0]) for task, found in runs.items()}
+    return {task: lr for task, lr in chosen.items() if lr is not None}
+
+
+def knob_commands(sized: Sized, m: MapConfig, task: str, lr: float, extra: Sequence[str]) -> list[list[str]]:
+    """The knob stage of one task: every seed at ``lr`` at each value of each setting the map sweeps for it."""
+    out = []
+    for setting, values in (m.knobs or {}).get(task, {}).items():
+        for value in values:
+            where = m.sweep_dir / f"knob-{setting}-{value:g}"
+            knob = ["capability_stage=knob", f"capability_knob={setting}", f"task.{setting}={value:g}"]
+            own = [
+                o for o in m.task_overrides.get(task, []) if not o.startswith(f"task.{setting}=")
+            ]  # the knob's value
+            swept = dataclasses.replace(m, sweep_dir=where, task_overrides={**m.task_overrides, task: own})
+            out += command(sized, swept, [task], [lr], m.seeds, [*knob, *extra])
+    return out
+
+
+def timed(cmd: list[str], ledger: Path) -> None:
+    """Run one ``suite.run`` multirun (a failed job is recorded with its status and the map goes on), and add its
+    wall time to the ledger."""
+    started = time.time()
+    subprocess.run(cmd, check=False, cwd=PROJECT_ROOT)
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    with ledger.open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"started": started, "seconds": round(time.time() - started, 1), "command": cmd[3:]}) + "\n")
+
+
+def map_seconds(sweep_dir: Path) -> float:
+    """The map's wall time so far: its commands' seconds summed over every session (``durations.jsonl``)."""
+    ledger = sweep_dir / LEDGER
+    if not ledger.is_file():
+        return 0.0
+    return sum(json.loads(line)["seconds"] for line in ledger.read_text(encoding="utf-8").splitlines() if line)
+
+
+LEDGER = "durations.jsonl"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,19 +158,26 @@ def main(argv: list[str] | None = None) -> int:
     sized = plan(models, sizes, m.overrides, common=["experiment=capabilities"])  # every model matched, or none runs
     for s in sized:
         print(f"{s.model} at {s.target:,}: d_model={s.d_model}, {s.parameters:,} backbone parameters ({s.off:+.1%})")
+    ledger = m.sweep_dir / LEDGER
     for s in sized:
         for cmd in command(s, m, tasks, m.lrs, m.seeds[:1], extra):
             if args.dry_run:
                 print("python " + " ".join(cmd[1:]))
-            else:  # a failed job is recorded with its status and the map goes on
-                subprocess.run(cmd, check=False, cwd=PROJECT_ROOT)
+            else:
+                timed(cmd, ledger)
     if args.dry_run:
         return 0
     for s in sized:
         for task, lr in chosen_rates(s, m).items():
             if task in tasks:
                 for cmd in command(s, m, [task], [lr], m.seeds[1:], extra):
-                    subprocess.run(cmd, check=False, cwd=PROJECT_ROOT)
+                    timed(cmd, ledger)
+    for s in sized:
+        for task, lr in chosen_rates(s, m).items():
+            if task in tasks:
+                for cmd in knob_commands(s, m, task, lr, extra):
+                    timed(cmd, ledger)
+    print(f"capability map: {map_seconds(m.sweep_dir) / 3600:.2f} h of wall time so far, over every session ({ledger})")
     return 0
 
 

@@ -1,0 +1,118 @@
+"""The capability map's report (tasks/capabilities/cells.py, map_report.py), from synthetic records: a cell is the
+rate chosen on seed 0's validation score with every seed at it, a still-learning seed is marked, a failed run shows its
+status, bold only where the paired test finds the best model ahead of the runner-up (on the training length's
+positions alone), and the figures are drawn."""
+
+from __future__ import annotations
+
+import random
+
+from suite.report.significance import Outputs
+from suite.runtime.record import ResultRecord
+from suite.runtime.verdicts import PLATEAUED, STILL_LEARNING
+from tasks.capabilities.cells import best_rate, cells, size
+from tasks.capabilities.map_report import capability_map, extrapolation, knob_groups, knobs, map_rows
+
+PLAN = {"sizes": [100_000, 400_000], "tasks": ["mqar", "parity"]}
+
+
+def run(model: str, task: str, lr: float, seed: int, accuracy: float | None, val: float | None = None,
+        verdict: str = PLATEAUED, params: int = 98_000, **metrics: float) -> ResultRecord:  # fmt: skip
+    config = {
+        "benchmark": "capabilities",
+        "capability_map": PLAN,
+        "trainer": {"optimizer": {"lr": lr}},
+        "task": {"seq_len": 32},
+        "model": {"d_model": 40},
+    }
+    done = accuracy is not None
+    return ResultRecord(
+        status="ok" if done else "diverged",
+        task=task,
+        dataset=task,
+        model=model,
+        seed=seed,
+        job="train",
+        seq_len=128,
+        declaration={"parameters": params, "state_numbers": 320, "state_at_length": 128},
+        metrics=({"accuracy": accuracy, "val_accuracy": val if val is not None else accuracy} | metrics)
+        if done
+        else {},
+        convergence={"verdict": verdict},
+        config=config,
+    )
+
+
+def records() -> list[ResultRecord]:
+    return [
+        run("lstm", "parity", 1e-3, 0, 0.6),
+        run("lstm", "parity", 3e-3, 0, 1.0, accuracy_at_64=0.9, accuracy_at_128=0.7),  # the better rate
+        run("lstm", "parity", 3e-3, 1, 0.98, verdict=STILL_LEARNING, accuracy_at_64=0.8, accuracy_at_128=0.6),
+        run("lstm", "parity", 3e-3, 2, None),  # diverged
+        run("transformer", "parity", 1e-3, 0, 0.5, accuracy_at_64=0.5, accuracy_at_128=0.5),
+        run("transformer", "parity", 3e-3, 0, None),  # a failed run never wins the rate
+        run("transformer", "parity", 1e-3, 1, 0.52, accuracy_at_64=0.5, accuracy_at_128=0.49),
+        run("lstm", "mqar", 1e-3, 0, 0.3),
+        run("transformer", "mqar", 1e-3, 0, 0.31),
+        run("transformer", "mqar", 1e-3, 0, 0.9, params=390_000),  # the other size
+    ]
+
+
+def test_a_cell_is_every_seed_at_the_rate_seed_zero_chose_on_validation():
+    found = cells(records())
+    lstm = found[(100_000, "lstm", "parity")]
+    assert lstm.rate == 3e-3 and sorted(r.seed for r in lstm.runs) == [0, 1, 2]
+    assert lstm.accuracies() == [1.0, 0.98] and lstm.still_learning == 1 and lstm.failed == ["diverged"]
+    assert found[(100_000, "transformer", "parity")].rate == 1e-3
+    assert (400_000, "transformer", "mqar") in found and size(records()[-1]) == 400_000
+    assert best_rate([run("x", "t", 1e-3, 1, 0.9)]) is None  # no seed-0 run: no rate chosen
+
+
+def outputs_for(accuracies: dict[tuple[str, str, int], float]):
+    """Per-example outputs matching each run's accuracy, on 400 shared test positions at length 32 and 100 at 64
+    (all wrong at 64: the pairing must cut them away)."""
+
+    def outputs(r: ResultRecord) -> Outputs:
+        rng = random.Random(f"{r.model}{r.task}{r.seed}")
+        right = round(400 * r.metrics["accuracy"])
+        hits = [True] * right + [False] * (400 - right)
+        rng.shuffle(hits)
+        rows = [{"id": i, "length": 32, "label": 1, "prediction": 1 if h else 0} for i, h in enumerate(hits)]
+        rows += [{"id": 400 + i, "length": 64, "label": 1, "prediction": 0} for i in range(100)]
+        return Outputs(predictions=rows)
+
+    return outputs
+
+
+def test_the_table_marks_learning_seeds_failures_and_bolds_only_a_paired_win():
+    rows = map_rows(records(), outputs_for({}))
+    by = {(r["size"], r["model"]): r for r in rows}
+    lstm = by[("100,000", "lstm")]
+    assert lstm["parity"] == "**99.0**↗ (2 seeds; diverged)"  # the win over the Transformer's ~51 % is far beyond noise
+    assert lstm["state"] == "320 after 128" and lstm["parameters"] == "98,000" and lstm["width"] == "40"
+    assert by[("100,000", "transformer")]["parity"] == "51.0 (2 seeds)"
+    assert by[("100,000", "lstm")]["mqar"] == "30.0 (1 seed)"  # 30 % against 31 %: within the noise, no bold
+    winner = by[("100,000", "winner (paired test)")]
+    assert winner["parity"] == "lstm" and winner["mqar"] == "≈"
+    assert by[("400,000", "transformer")]["mqar"] == "90.0 (1 seed)"
+    assert by[("400,000", "winner (paired test)")]["mqar"] == "not tested"  # one model at that size
+
+
+def test_the_figures_are_drawn(tmp_path):
+    assert capability_map(records(), tmp_path / "map.png").stat().st_size > 0
+    assert extrapolation(records(), tmp_path / "ext.png").stat().st_size > 0
+    assert knobs(records(), tmp_path / "knobs.png") is None  # no knob-stage runs
+    swept = []
+    for pairs in (4, 16):
+        for seed in (0, 1):
+            r = run("lstm", "mqar", 1e-3, seed, 1.0 / pairs + seed / 100)
+            r.config = r.config | {"capability_stage": "knob", "capability_knob": "n_pairs", "task": {"n_pairs": pairs}}
+            swept.append(r)
+    own = run("lstm", "mqar", 1e-3, 0, 0.5)  # the map's own cell, at the task's own value (8 pairs)
+    own.config["task"] = {"n_pairs": 8, "seq_len": 32}
+    groups = knob_groups([own, *swept])
+    assert set(groups) == {("mqar", "n_pairs", 100_000)}
+    assert dict(groups[("mqar", "n_pairs", 100_000)]["lstm"].points) == {4.0: [0.25, 0.26], 8.0: [0.5],
+                                                                          16.0: [0.0625, 0.0725]}  # fmt: skip
+    assert knobs(records() + swept, tmp_path / "knobs.png").stat().st_size > 0
+    assert map_rows([], outputs_for({})) == [] and capability_map([], tmp_path / "none.png") is None
