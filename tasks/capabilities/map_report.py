@@ -28,6 +28,7 @@ from suite.report.verdict import OutputsOf, judged
 from suite.runtime.record import ResultRecord
 from tasks.capabilities.cells import STAGE_MAP, Cell, cells, is_map_run, label, stage, train_length
 from tasks.capabilities.cells import size as size_of
+from tasks.capabilities.findings import FAILED, FINDINGS, SOLVED, judged_finding
 
 MARK_LEARNING = "↗"
 
@@ -266,6 +267,37 @@ def knobs(records: list[ResultRecord], out: Path) -> Path | None:
     runs = [r for models in grouped.values() for s in models.values() for r in s.runs]
     return save(accuracy_panels(panels, Palette.of(runs), "Accuracy against each task's difficulty setting"), out)
 
+
+def findings_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
+    """A row a published finding (``tasks.capabilities.findings``): its source, setting and figures, ours on our
+    setting at each size, and the verdict."""
+    runs = [r for r in records if is_map_run(r) and stage(r) == STAGE_MAP]
+    if not runs:
+        return []
+    found = cells(runs)
+    rows = []
+    for finding in FINDINGS:
+        verdict, ours = judged_finding(finding, found)
+        rows.append({"finding": finding.name, "source": finding.source, "their setting": finding.setting,
+                     "published": finding.published, "our setting": finding.ours, "ours (size: test accuracy %)": ours,
+                     "verdict": verdict})  # fmt: skip
+    return rows
+
+
+register(
+    Section(
+        title="capability findings",
+        table="capability_findings",
+        order=86,
+        printed=False,
+        rows=lambda records, outputs: findings_rows(records),
+        intro="The field's published findings on the map's tasks beside ours (tasks/capabilities/findings.py): each "
+        f"finding's claims about our cells (a model solves a task at a mean of {SOLVED:.0%} or more, fails it below "
+        f"{FAILED:.0%}, or is perfect on every seed) hold (agree), are contradicted by a cell past the point of "
+        "changing its answer (disagree), or cannot be judged (not comparable: no run, a failed run, or still learning "
+        "short of the mark). Their settings are not ours: longer sequences, GPU budgets, the best of several seeds.",
+    )
+)
 
 register(
     Section(
