@@ -187,6 +187,10 @@ bench-side-lane:
 	$(PAR) $(RUN) -m $(BENCH_NEWS) task.seq_len=128
 	$(PAR) $(RUN) -m task=summarization model=lead hydra.sweep.dir=$(BENCH_DIR)/summarization \
 	  'hydra.sweep.subdir=$${task.name}-$${task.dataset}-$${model.name}-s$${seed}'
+	@# the capability map's two-task slice (docs/capabilities.md): parity, where a recurrence tracks the state and
+	@# attention does not, and MQAR, the reverse; each model at 100,000 backbone parameters, one rate, one seed
+	$(PAR) $(PYTHON) -m tasks.capabilities.map 'capability_map.lrs=[0.001]' 'capability_map.seeds=[0]' \
+	  hydra.sweep.dir=$(BENCH_DIR)/capabilities --models transformer lstm --tasks parity mqar --sizes 100000 --jobs 1 --no-knobs
 
 # Translation as make bench ran it until issue 39 (still learning at any budget that fits it: BLEU 1.6 and 0.75
 # after 150 steps; results/targets has the quick recipe's 700): Multi30k en->de, the Transformer and the LSTM.

@@ -21,3 +21,6 @@ OmegaConf.register_new_resolver("model_id", model_id, replace=True)
 # ${command_dir:${hydra.overrides.task}} in conf/config.yaml's hydra.run.dir and hydra.sweep.dir: the same command runs
 # in the same directory, so a killed run or sweep resumes when the command runs again.
 OmegaConf.register_new_resolver("command_dir", command_dir, replace=True)
+# ${times:${model.d_model},4}: a setting that scales with another (the Transformer's MLP at 4 x its width where the
+# capability map matches parameters across widths).
+OmegaConf.register_new_resolver("times", lambda a, b: int(a) * int(b), replace=True)

@@ -81,3 +81,12 @@ def test_the_ledger_sums_each_commands_wall_time_over_sessions(tmp_path):
     entries = [json.loads(line) for line in ledger.read_text().splitlines()]
     assert len(entries) == 2 and entries[0]["command"] == ["a", "b"]
     assert 0.4 <= map_seconds(tmp_path) < 10
+
+
+def test_a_launcher_named_in_the_extras_replaces_joblib(tmp_path):
+    m = a_map(tmp_path)
+    sized = Sized("mamba2", 100_000, 80, 102_380)
+    (plain,) = command(sized, m, ["parity"], m.lrs, [0], [], jobs=1)
+    assert plain[-2:] == ["hydra/launcher=joblib", "hydra.launcher.n_jobs=1"]
+    (slurm,) = command(sized, m, ["parity"], m.lrs, [0], ["hydra/launcher=slurm"])
+    assert "hydra/launcher=joblib" not in slurm and slurm[-1] == "hydra/launcher=slurm"

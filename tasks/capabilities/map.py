@@ -39,7 +39,10 @@ from suite.runtime.record import RESULT_FILE, read_result
 from tasks.capabilities.cells import best_rate
 from tasks.capabilities.sizing import Sized, plan
 
-LAUNCHER = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+
+def launcher(jobs: int) -> list[str]:
+    """The Hydra launcher's overrides: ``jobs`` at a time through joblib (a cluster's launcher replaces it)."""
+    return ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}"]
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,15 @@ def task_config(task: str) -> str:
     return "mqar" if task == "mqar" else f"capability/{task}"
 
 
+def chosen_launcher(extra: Sequence[str]) -> bool:
+    """Whether the extra overrides name a launcher of their own (``hydra/launcher=slurm``), which replaces joblib."""
+    return any(e.startswith("hydra/launcher=") for e in extra)
+
+
 def command(sized: Sized, m: MapConfig, tasks: Sequence[str], lrs: Sequence[float], seeds: Sequence[int],
-            extra: Sequence[str]) -> list[list[str]]:  # fmt: skip
+            extra: Sequence[str], jobs: int = 2) -> list[list[str]]:  # fmt: skip
     """The ``suite.run`` multiruns for one sized model: one a group of tasks sharing their overrides."""
-    out = []
+    out, launch = [], [] if chosen_launcher(extra) else launcher(jobs)
     groups: dict[tuple[str, ...], list[str]] = {}
     for task in tasks:
         groups.setdefault(tuple(m.task_overrides.get(task, [])), []).append(task)
@@ -91,7 +99,7 @@ def command(sized: Sized, m: MapConfig, tasks: Sequence[str], lrs: Sequence[floa
             f"model.d_model={sized.d_model}", *m.overrides.get(sized.model, []),
             "task=" + ",".join(task_config(t) for t in members),
             *task_settings, "trainer.optimizer.lr=" + ",".join(f"{lr:g}" for lr in lrs),
-            "seed=" + ",".join(str(s) for s in seeds), f"hydra.sweep.dir={m.sweep_dir}", *LAUNCHER, *extra,
+            "seed=" + ",".join(str(s) for s in seeds), f"hydra.sweep.dir={m.sweep_dir}", *launch, *extra,
         ])  # fmt: skip
     return out
 
@@ -107,7 +115,9 @@ def chosen_rates(sized: Sized, m: MapConfig) -> dict[str, float]:
     return {task: lr for task, lr in chosen.items() if lr is not None}
 
 
-def knob_commands(sized: Sized, m: MapConfig, task: str, lr: float, extra: Sequence[str]) -> list[list[str]]:
+def knob_commands(
+    sized: Sized, m: MapConfig, task: str, lr: float, extra: Sequence[str], jobs: int = 2
+) -> list[list[str]]:
     """The knob stage of one task: every seed at ``lr`` at each value of each setting the map sweeps for it."""
     out = []
     for setting, values in (m.knobs or {}).get(task, {}).items():
@@ -118,7 +128,7 @@ def knob_commands(sized: Sized, m: MapConfig, task: str, lr: float, extra: Seque
                 o for o in m.task_overrides.get(task, []) if not o.startswith(f"task.{setting}=")
             ]  # the knob's value
             swept = dataclasses.replace(m, sweep_dir=where, task_overrides={**m.task_overrides, task: own})
-            out += command(sized, swept, [task], [lr], m.seeds, [*knob, *extra])
+            out += command(sized, swept, [task], [lr], m.seeds, [*knob, *extra], jobs)
     return out
 
 
@@ -149,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="+", help="a subset of the map's tasks")
     parser.add_argument("--sizes", nargs="+", type=int, help="a subset of the map's sizes")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and the grid's commands; run nothing")
+    parser.add_argument("--jobs", type=int, default=2, help="jobs at a time (joblib; default 2, a job a core here)")
+    parser.add_argument("--no-knobs", action="store_true", help="leave out the knob stage")
     args, extra = parser.parse_known_args(argv)
     m = read_map(extra)
     models, tasks, sizes = args.models or m.models, args.tasks or m.tasks, args.sizes or m.sizes
@@ -160,22 +172,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{s.model} at {s.target:,}: d_model={s.d_model}, {s.parameters:,} backbone parameters ({s.off:+.1%})")
     ledger = m.sweep_dir / LEDGER
     for s in sized:
-        for cmd in command(s, m, tasks, m.lrs, m.seeds[:1], extra):
+        for cmd in command(s, m, tasks, m.lrs, m.seeds[:1], extra, args.jobs):
             if args.dry_run:
                 print("python " + " ".join(cmd[1:]))
             else:
                 timed(cmd, ledger)
     if args.dry_run:
         return 0
-    for s in sized:
+    for s in sized if m.seeds[1:] else []:
         for task, lr in chosen_rates(s, m).items():
             if task in tasks:
-                for cmd in command(s, m, [task], [lr], m.seeds[1:], extra):
+                for cmd in command(s, m, [task], [lr], m.seeds[1:], extra, args.jobs):
                     timed(cmd, ledger)
-    for s in sized:
+    for s in [] if args.no_knobs else sized:
         for task, lr in chosen_rates(s, m).items():
             if task in tasks:
-                for cmd in knob_commands(s, m, task, lr, extra):
+                for cmd in knob_commands(s, m, task, lr, extra, args.jobs):
                     timed(cmd, ledger)
     print(f"capability map: {map_seconds(m.sweep_dir) / 3600:.2f} h of wall time so far, over every session ({ledger})")
     return 0
