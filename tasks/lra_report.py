@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from suite.report import formatting as fmt
+from suite.report.compare import machine
 from suite.report.efficiency import short, variant
 from suite.report.plots import family
 from suite.report.run_settings import variant_labels
@@ -108,6 +109,7 @@ def average_text(values: list[float | None]) -> str:
 
 SPEED_LENGTH = 1024  # the tokens/s column: training throughput at this length
 SPEED_COLUMN = "train tok/s 1K"
+MACHINE_COLUMN = "timed on"  # shown only where the table's rows were timed on more than one CPU kind
 
 
 def lra_task(r: ResultRecord) -> str | None:
@@ -271,7 +273,9 @@ def lra_rows(
             row[header[c]] = text
             means.append(mean)
         row["average"] = average_text(means)
-        row[SPEED_COLUMN] = train_speed([r for group in cells[(name, trainer)].values() for r in group])
+        runs = [r for group in cells[(name, trainer)].values() for r in group]
+        row[SPEED_COLUMN] = train_speed(runs)
+        row[MACHINE_COLUMN] = ", ".join(sorted({machine(r) for r in runs if r.status == "ok" and r.speed}))
         rows.append(row)
         base = name.split(" (")[0]
         if base in PUBLISHED and base not in published_shown and any(c[0] in PUBLISHED[base][1] for c in columns):
@@ -291,6 +295,11 @@ def lra_rows(
             )
     if not any(row[SPEED_COLUMN] for row in rows):
         rows = [{k: v for k, v in row.items() if k != SPEED_COLUMN} for row in rows]
+    machines = {row.get(MACHINE_COLUMN) for row in rows if row.get(MACHINE_COLUMN)}
+    if len(machines) > 1:  # rows timed on different CPU kinds: their tokens/s say so, and compare within a kind only
+        rows = [row | {MACHINE_COLUMN: row.get(MACHINE_COLUMN, "")} for row in rows]
+    else:
+        rows = [{k: v for k, v in row.items() if k != MACHINE_COLUMN} for row in rows]
     return rows
 
 

@@ -286,6 +286,21 @@ def test_the_cpu_scale_table_puts_recurrent_rows_after_attention_with_pathfinder
     assert lra_rows(runs) == []  # the GPU-size table takes none of them
 
 
+def test_rows_timed_on_different_cpu_kinds_say_where_each_was_timed():
+    amx, avx512 = (
+        {"cpu_capability": "AVX512", "cpu_bf16_unit": "amx"},
+        {"cpu_capability": "AVX512", "cpu_bf16_unit": "avx512_bf16"},
+    )
+    full, lstm = lra_cpu_run("full", "text", 0.6, 20000.0), lra_cpu_run("lstm", "text", 0.4, 9000.0)
+    full.device, full.numerics = "cpu:Intel(R) Xeon(R) Processor x1 threads", amx
+    lstm.device, lstm.numerics = "cpu:AMD EPYC x1 threads", avx512
+    rows = {r["model"]: r for r in lra_rows([full, lstm], "lra_cpu")}
+    assert rows["full"]["timed on"] == "cpu:Intel(R) Xeon(R) Processor (AVX512, bf16 unit amx)"
+    assert rows["lstm"]["timed on"] == "cpu:AMD EPYC (AVX512, bf16 unit avx512_bf16)"
+    lstm.device, lstm.numerics = full.device, amx  # one kind: no column
+    assert "timed on" not in lra_rows([full, lstm], "lra_cpu")[1]
+
+
 def test_lra_table_takes_only_runs_of_the_lra_benchmark_and_keeps_other_settings_apart():
     runs = [
         run("full", "recall", 1.0),
