@@ -310,7 +310,7 @@ bench-attention-full: data ## Efficient attention in full: every variant's speed
 pathfinder: install ## Make the Pathfinder-32 images offline (seeded generator, cached under data/image/pathfinder/; a few minutes, once)
 	$(PYTHON) -m tasks.pathfinder
 
-bench-lra: data pathfinder ## The LRA at CPU scale: 14 models x ListOps, Text, Image, Pathfinder (two seeds, 1 h 32-48 min a seed on 2 cores of an AMX Xeon: results/lra_cpu/duration.md); LRA_CPU_SEEDS=0 for one; resumes; report in results/lra_cpu/
+bench-lra: data pathfinder ## The LRA at CPU scale: 23 models x ListOps, Text, Image, Pathfinder (two seeds; the first 14 took 1 h 32-48 min a seed on 2 cores of an AMX Xeon, the 9 baselines more: results/lra_cpu/duration.md); LRA_CPU_SEEDS=0 for one; resumes; report in results/lra_cpu/
 	@mkdir -p $(LRA_CPU_DIR) && { [ -f $(LRA_CPU_STARTED) ] || date +%s > $(LRA_CPU_STARTED); }
 	$(LRA_CPU_SWEEP)
 	$(LRA_CPU_SWEEP) $(LRA_CPU_ATTENTION)
