@@ -203,6 +203,18 @@ def language_model_records() -> list[ResultRecord]:
     return out
 
 
+def capability_records() -> list[ResultRecord]:
+    """The capability map's runs (tests/test_capability_report.py), a failed one among them, and a knob's sweep."""
+    from tests.test_capability_report import records, run
+
+    swept = []
+    for pairs in (4, 16):
+        r = run("lstm", "mqar", 1e-3, 0, 1.0 / pairs)
+        r.config = r.config | {"capability_stage": "knob", "capability_knob": "n_pairs", "task": {"n_pairs": pairs}}
+        swept.append(r)
+    return records() + swept + [run("gru", "parity", 1e-3, 0, None)]  # a cell with no finished run
+
+
 def every_record() -> list[ResultRecord]:
     return (
         training_records()
@@ -211,4 +223,5 @@ def every_record() -> list[ResultRecord]:
         + language_model_records()
         + list(COMPRESSED)
         + mqar_records()
+        + capability_records()
     )

@@ -126,7 +126,7 @@ def map_rows(records: list[ResultRecord], outputs: OutputsOf) -> list[dict[str, 
 
 def capability_map(records: list[ResultRecord], out: Path) -> Path | None:
     """The map as a heatmap: a panel a size, a row a model, a column a task, the mean accuracy % written in each cell
-    (↗ a seed still learning; × no finished run)."""
+    (↗ a seed still learning; 'failed' where no run finished)."""
     runs = [r for r in records if is_map_run(r) and stage(r) == STAGE_MAP]
     if not runs:
         return None
@@ -148,7 +148,7 @@ def capability_map(records: list[ResultRecord], out: Path) -> Path | None:
                 if cell is None:
                     continue
                 text = (
-                    "×"
+                    "failed"
                     if cell.mean is None
                     else f"{100 * cell.mean:.0f}" + (MARK_LEARNING if cell.still_learning else "")
                 )
@@ -158,7 +158,7 @@ def capability_map(records: list[ResultRecord], out: Path) -> Path | None:
         ax.set_yticks(range(len(models[at])), models[at], fontsize=8)
         ax.set_title(f"{at:,} backbone parameters", fontsize=10)
     fig.colorbar(image, ax=axes[0][-1], fraction=0.05, label="test accuracy (mean over seeds)")
-    fig.suptitle("Which model can do what? The capability map (↗ still learning, × no finished run)", fontsize=11)
+    fig.suptitle("Which model can do what? The capability map (↗ still learning)", fontsize=11)
     return save(fig, out)
 
 
