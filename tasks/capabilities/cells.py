@@ -93,12 +93,16 @@ class Cell:
         return sorted({r.status for r in self.runs if r.status != "ok"})
 
 
+def map_runs(records: list[ResultRecord], stage_name: str = STAGE_MAP) -> list[ResultRecord]:
+    """The map's runs of one stage among ``records``."""
+    return [r for r in records if is_map_run(r) and stage(r) == stage_name]
+
+
 def cells(records: list[ResultRecord], stage_name: str = STAGE_MAP) -> dict[tuple[int, str, str], Cell]:
     """(size, model label, task) -> its cell, from the map's records of one stage."""
     grouped: dict[tuple[int, str, str], list[ResultRecord]] = defaultdict(list)
-    for r in records:
-        if is_map_run(r) and stage(r) == stage_name:
-            grouped[(size(r), label(r), r.task)].append(r)
+    for r in map_runs(records, stage_name):
+        grouped[(size(r), label(r), r.task)].append(r)
     out = {}
     for (at, model, task), runs in grouped.items():
         chosen = best_rate(runs)

@@ -179,16 +179,17 @@ def main(argv: list[str] | None = None) -> int:
                 timed(cmd, ledger)
     if args.dry_run:
         return 0
+    rates = {
+        s: {t: lr for t, lr in chosen_rates(s, m).items() if t in tasks} for s in sized
+    }  # read once, after the grid
     for s in sized if m.seeds[1:] else []:
-        for task, lr in chosen_rates(s, m).items():
-            if task in tasks:
-                for cmd in command(s, m, [task], [lr], m.seeds[1:], extra, args.jobs):
-                    timed(cmd, ledger)
+        for task, lr in rates[s].items():
+            for cmd in command(s, m, [task], [lr], m.seeds[1:], extra, args.jobs):
+                timed(cmd, ledger)
     for s in [] if args.no_knobs else sized:
-        for task, lr in chosen_rates(s, m).items():
-            if task in tasks:
-                for cmd in knob_commands(s, m, task, lr, extra, args.jobs):
-                    timed(cmd, ledger)
+        for task, lr in rates[s].items():
+            for cmd in knob_commands(s, m, task, lr, extra, args.jobs):
+                timed(cmd, ledger)
     print(f"capability map: {map_seconds(m.sweep_dir) / 3600:.2f} h of wall time so far, over every session ({ledger})")
     return 0
 

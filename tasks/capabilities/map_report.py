@@ -26,7 +26,7 @@ from suite.report.section import Section, register
 from suite.report.significance import Outputs
 from suite.report.verdict import OutputsOf, judged
 from suite.runtime.record import ResultRecord
-from tasks.capabilities.cells import STAGE_MAP, Cell, cells, is_map_run, label, stage, train_length
+from tasks.capabilities.cells import STAGE_MAP, Cell, cells, is_map_run, label, map_runs, stage, train_length
 from tasks.capabilities.cells import size as size_of
 from tasks.capabilities.findings import FAILED, FINDINGS, SOLVED, judged_finding
 
@@ -98,7 +98,7 @@ def task_order(records: list[ResultRecord]) -> list[str]:
 
 def map_rows(records: list[ResultRecord], outputs: OutputsOf) -> list[dict[str, str]]:
     """A row a (size, model): width, backbone parameters, state size, then a column a task; the verdict row last."""
-    runs = [r for r in records if is_map_run(r) and stage(r) == STAGE_MAP]
+    runs = map_runs(records)
     if not runs:
         return []
     found, tasks = cells(runs), task_order(runs)
@@ -127,7 +127,7 @@ def map_rows(records: list[ResultRecord], outputs: OutputsOf) -> list[dict[str, 
 def capability_map(records: list[ResultRecord], out: Path) -> Path | None:
     """The map as a heatmap: a panel a size, a row a model, a column a task, the mean accuracy % written in each cell
     (↗ a seed still learning; 'failed' where no run finished)."""
-    runs = [r for r in records if is_map_run(r) and stage(r) == STAGE_MAP]
+    runs = map_runs(records)
     if not runs:
         return None
     found, tasks = cells(runs), task_order(runs)
@@ -208,7 +208,7 @@ def accuracy_panels(panels: list[tuple[str, str, list[Series], float | None]], c
 
 def extrapolation(records: list[ResultRecord], out: Path) -> Path | None:
     """Accuracy against test length for each task tested beyond its training length: a panel a (task, size)."""
-    runs = [r for r in records if is_map_run(r) and stage(r) == STAGE_MAP]
+    runs = map_runs(records)
     grouped: dict[tuple[str, int], list[Cell]] = defaultdict(list)
     for (at, _, task), cell in cells(runs).items():
         if any(k.startswith("accuracy_at_") for r in cell.ok for k in r.metrics):
@@ -271,7 +271,7 @@ def knobs(records: list[ResultRecord], out: Path) -> Path | None:
 def findings_rows(records: list[ResultRecord]) -> list[dict[str, str]]:
     """A row a published finding (``tasks.capabilities.findings``): its source, setting and figures, ours on our
     setting at each size, and the verdict."""
-    runs = [r for r in records if is_map_run(r) and stage(r) == STAGE_MAP]
+    runs = map_runs(records)
     if not runs:
         return []
     found = cells(runs)
