@@ -168,6 +168,22 @@ def train_speed(records: list[ResultRecord]) -> str:
     return fmt.rate(statistics.mean(rates)) + spread
 
 
+def timed_runs(records: list[ResultRecord]) -> dict[str, list[ResultRecord]]:
+    """A row's ok runs that carry speed figures, by the CPU kind (or GPU) each was timed on, kinds sorted."""
+    by_kind: dict[str, list[ResultRecord]] = defaultdict(list)
+    for r in records:
+        if r.status == "ok" and r.speed:
+            by_kind[machine(r)].append(r)
+    return dict(sorted(by_kind.items()))
+
+
+def speed_by_kind(kinds: dict[str, list[ResultRecord]]) -> str:
+    """A row's tokens/s cell from its runs by CPU kind (``timed_runs``). Runs timed on several kinds are never
+    averaged together (a kind's rate says nothing of another's): one figure a kind, ' / ' between them, in the order
+    of the kinds."""
+    return " / ".join(f for f in (train_speed(runs) for runs in kinds.values()) if f)
+
+
 def row_names(records: list[ResultRecord]) -> list[str]:
     """Each run's row: its variant, and the model or trainer settings that set it apart from the variant's other
     runs."""
@@ -264,7 +280,7 @@ def lra_rows(
                 SPEED_COLUMN: "",
             }
         )
-    published_shown = set()
+    published_shown, machines = set(), set()
     for name, trainer in table.row_keys():
         row = {"model": name, "source": f"ours: {trainer}"}
         means = []
@@ -274,8 +290,9 @@ def lra_rows(
             means.append(mean)
         row["average"] = average_text(means)
         runs = [r for group in cells[(name, trainer)].values() for r in group]
-        row[SPEED_COLUMN] = train_speed(runs)
-        row[MACHINE_COLUMN] = ", ".join(sorted({machine(r) for r in runs if r.status == "ok" and r.speed}))
+        kinds = timed_runs(runs)
+        row[SPEED_COLUMN], row[MACHINE_COLUMN] = speed_by_kind(kinds), "; ".join(kinds)
+        machines.update(kinds)
         rows.append(row)
         base = name.split(" (")[0]
         if base in PUBLISHED and base not in published_shown and any(c[0] in PUBLISHED[base][1] for c in columns):
@@ -295,7 +312,6 @@ def lra_rows(
             )
     if not any(row[SPEED_COLUMN] for row in rows):
         rows = [{k: v for k, v in row.items() if k != SPEED_COLUMN} for row in rows]
-    machines = {row.get(MACHINE_COLUMN) for row in rows if row.get(MACHINE_COLUMN)}
     if len(machines) > 1:  # rows timed on different CPU kinds: their tokens/s say so, and compare within a kind only
         rows = [row | {MACHINE_COLUMN: row.get(MACHINE_COLUMN, "")} for row in rows]
     else:

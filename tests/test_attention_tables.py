@@ -301,6 +301,22 @@ def test_rows_timed_on_different_cpu_kinds_say_where_each_was_timed():
     assert "timed on" not in lra_rows([full, lstm], "lra_cpu")[1]
 
 
+def test_a_row_timed_on_two_cpu_kinds_gives_one_figure_a_kind_never_their_mean():
+    amx, avx512 = (
+        {"cpu_capability": "AVX512", "cpu_bf16_unit": "amx"},
+        {"cpu_capability": "AVX512", "cpu_bf16_unit": "avx512_bf16"},
+    )
+    seed0, seed1 = lra_cpu_run("gla", "text", 0.3, 8000.0), lra_cpu_run("gla", "text", 0.32, 20000.0)
+    seed1.seed = 1
+    seed0.device, seed0.numerics = "cpu:AMD EPYC x1 threads", avx512
+    seed1.device, seed1.numerics = "cpu:Intel(R) Xeon(R) Processor x1 threads", amx
+    (row,) = [r for r in lra_rows([seed0, seed1], "lra_cpu") if r["model"] == "gla"]
+    assert row["timed on"] == (
+        "cpu:AMD EPYC (AVX512, bf16 unit avx512_bf16); cpu:Intel(R) Xeon(R) Processor (AVX512, bf16 unit amx)"
+    )
+    assert row["train tok/s 1K"] == "8k / 20k"  # in the order of its kinds; the mean (14k) is no machine's rate
+
+
 def test_lra_table_takes_only_runs_of_the_lra_benchmark_and_keeps_other_settings_apart():
     runs = [
         run("full", "recall", 1.0),
