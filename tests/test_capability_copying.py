@@ -125,7 +125,8 @@ def test_the_induction_config_refuses_a_test_length_not_longer_than_training_and
 def test_the_configs_build_their_generator(name):
     task = instantiate(compose_config(f"task=capability/{name}").task)
     assert task.generator.name == task.name == name
-    assert task.seq_len() == max([task.length, *task.test_lengths])
+    assert task.seq_len() == task.length  # the record's length: the training length
+    assert task.max_len() == max([task.length, *task.test_lengths])  # the model's: the longest test
 
 
 def test_an_induction_run_scores_the_test_length_apart_and_keeps_a_row_a_sequence(tmp_path):
@@ -133,6 +134,7 @@ def test_an_induction_run_scores_the_test_length_apart_and_keeps_a_row_a_sequenc
     cfg = shrink(compose_config("task=capability/induction_heads", "model=lstm", *settings, "trainer.max_steps=4"))
     record = execute(cfg, tmp_path)
     assert record.status == "ok", record.error
+    assert record.seq_len == 8  # trained at 8, tested at 8 and 32
     rows = read_predictions(tmp_path)
     assert [r["length"] for r in rows] == [8] * 16 + [32] * 16  # one answer a sequence, at the last position
     assert all(2 <= r["label"] < 18 for r in rows)  # the answer is a random token, never the special one

@@ -177,6 +177,11 @@ class SequenceDiagnostic:
         return {split: n * (1 + len(self.test_lengths)) if split == "test" else n for split, n in self.sizes.items()}
 
     def seq_len(self) -> int:
+        """The training length: what the record, the speed job and the state size are at."""
+        return self.length
+
+    def max_len(self) -> int:
+        """The longest length the test set holds: what the model is built for."""
         return max([self.length, *self.test_lengths])
 
     def loaders(self, batch_size: int, seed: int, eval_batch_size: int | None = None) -> dict[str, DataLoader]:
@@ -196,7 +201,7 @@ class SequenceDiagnostic:
         return loaders
 
     def build_model(self, model_cfg: Any) -> LanguageModel:
-        return build_language_model(model_cfg, self.generator.vocab, self.seq_len(), pad_id=0, tie_output=False)
+        return build_language_model(model_cfg, self.generator.vocab, self.max_len(), pad_id=0, tie_output=False)
 
     def loss(self, model: nn.Module, batch: Batch) -> Tensor:
         scored = batch.extra["scored"]

@@ -47,7 +47,8 @@ def label(r: ResultRecord) -> str:
 
 
 def train_length(r: ResultRecord) -> int:
-    """The length the run trained at (its task's ``seq_len``; ``r.seq_len`` is the longest test length)."""
+    """The length the run trained at (its task's ``seq_len``, and the record's since the record took the training
+    length; records made before that hold the longest test length there)."""
     return int((r.config.get("task") or {}).get("seq_len") or r.seq_len or 0)
 
 
