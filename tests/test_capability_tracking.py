@@ -165,11 +165,13 @@ def test_the_dyck_innermost_type_needs_the_stack_after_a_close():
 
 
 def test_the_splits_are_seeded_and_every_config_builds_at_its_defaults():
-    for name in ("s5", "flip_flop", "dyck"):
+    for name in ("s5", "a4", "flip_flop", "dyck"):
         cfg = compose_config(f"task=capability/{name}", "model=lstm")
         task = instantiate(cfg.task)
         assert isinstance(task, SequenceDiagnostic) and task.name == name
         assert task.test_lengths == [2 * task.length, 4 * task.length]
+    a4 = instantiate(compose_config("task=capability/a4").task).generator
+    assert a4.group == "a4" and len(a4.elements) == 12  # the map's word problem: S5's config with the group A4
     make = lambda gen, seed: SequenceDiagnostic(  # noqa: E731
         "t", "t", gen, seq_len=16, test_lengths=[32], n_train=50, n_val=10, n_test=10, split_seed=seed
     )
