@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from suite.models.mamba import MambaBlock, MambaEncoder, selective_scan
+from suite.models.selective_loop import CHUNK, selective_loop
 from tests.conftest import TINY_LONG_RANGE, compose_config
 
 
@@ -33,9 +34,10 @@ def test_the_selective_scan_is_the_sequential_recurrence(kernel, chunk):
     assert torch.allclose(y, expected_y, atol=1e-4, rtol=1e-4) and torch.allclose(h, expected_h, atol=1e-4, rtol=1e-4)
 
 
-def test_the_loops_backward_is_the_sequential_recurrences_in_float64():
+@pytest.mark.parametrize("chunk", [1, 3, CHUNK, 64])  # 19 positions: chunks that divide it, that don't, and one past it
+def test_the_loops_backward_is_the_sequential_recurrences_in_float64(chunk):
     """Every input's gradient of the loop (its own backward) against autograd through the recurrence written plainly,
-    from a carried state and to the last state as well as the outputs."""
+    from a carried state and to the last state as well as the outputs, whatever the loop's chunk."""
     gen = torch.Generator().manual_seed(1)
     f64 = dict(dtype=torch.float64)
     inputs = [
@@ -49,7 +51,12 @@ def test_the_loops_backward_is_the_sequential_recurrences_in_float64():
     ]
     weights = torch.randn(2, 19, 5, generator=gen, **f64), torch.randn(2, 5, 3, generator=gen, **f64)
     grads = []
-    for form in (lambda *t: selective_scan(*t, kernel="loop"), sequential_scan):
+
+    def loop(x, delta, A, B, C, D, h0):
+        y, h = selective_loop(x, delta, A, B, C, h0, chunk)
+        return y + D * x, h
+
+    for form in (loop, sequential_scan):
         leaves = [t.clone().requires_grad_() for t in inputs]
         y, h = form(*leaves)
         ((y * weights[0]).sum() + (h * weights[1]).sum()).backward()

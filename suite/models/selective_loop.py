@@ -1,13 +1,14 @@
-"""Mamba's selective scan as one loop over positions with its own backward: no (B, L, E, N) tensor but the states.
+"""Mamba's selective scan as one loop over positions with its own backward, a few positions' inputs made at a time.
 
 h_t = exp(delta_t A) h_(t-1) + (delta_t x_t) B_t and y_t = h_t C_t, for x, delta (B, L, E), A (E, N), B, C (B, L, N).
 The parallel scans (``mambapy``'s pscan, the log-space scan) first build exp(delta A) and delta B x for every position,
 (B, L, E, N) numbers each, and then pass over them and their gradients a dozen times or more: on a CPU the scan is
-bound by those passes, not by its arithmetic. Here each position's decay and input are made from the (B, E) and
-(B, N) slices when the loop reaches it, the state (B, E, N) stays small enough to stay in cache, and the backward
-runs the same loop in reverse, making each position's decay again rather than keeping it; only the states are kept
-(one (L, B, E, N) tensor, which the gradients of A, delta and C need). The loop costs a few dozen small operations a
-position, so it gains most where (B, E, N) is small and the parallel scan's passes are long.
+bound by those passes, not by its arithmetic. Here the positions go in chunks of a few (``CHUNK``): a chunk's decays
+and inputs are made in one operation each, (T, B, E, N) small enough to stay in cache, the loop inside the chunk is
+one multiply-add a position, and the chunk's outputs are one batched product. Only the state before each chunk is
+kept; the backward makes a chunk's states again from it (one more multiply-add a position), runs the gradient's
+recurrence through the chunk in reverse, and takes every other gradient of the chunk in a few batched operations. So
+nothing of size (L, B, E, N) is ever written: a fresh tensor that large costs its page faults on a CPU at every step.
 """
 
 from __future__ import annotations
@@ -15,61 +16,83 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+CHUNK = 8  # positions a chunk: (8, B, E, N) fits in a core's cache at the LRA width (B 16, E 128, N 16)
+
+
+def position_major(*xs: Tensor) -> list[Tensor]:
+    """(B, L, ...) tensors -> (L, B, ...), contiguous: a position's slice is one block of memory."""
+    return [x.transpose(0, 1).contiguous() for x in xs]
+
+
+def chunk_states(h: Tensor, d: Tensor, u: Tensor, b: Tensor, A: Tensor) -> tuple[Tensor, Tensor]:
+    """The state h (B, E, N) before a chunk, its delta d and input u = delta x (T, B, E), its B rows b (T, B, N) ->
+    (its states h_t (T, B, E, N), its decays exp(delta_t A) (T, B, E, N))."""
+    decay = torch.exp(d[:, :, :, None] * A)
+    states = u[:, :, :, None] * b[:, :, None, :]  # the inputs, each overwritten by its state
+    for i in range(states.shape[0]):
+        h = states[i].addcmul_(decay[i], h)
+    return states, decay
+
+
+def batched(x: Tensor, *shape: int) -> Tensor:
+    """(T, B, ...) -> (T B, *shape): a chunk's positions and batch entries as one batch of small matrices."""
+    return x.flatten(0, 1).view(-1, *shape)
+
 
 class SelectiveLoop(torch.autograd.Function):
-    """x, delta (B, L, E), A (E, N), B, C (B, L, N), h0 (B, E, N) -> (y (B, L, E), h_L (B, E, N)); float32 or 64."""
+    """x, delta (B, L, E), A (E, N), B, C (B, L, N), h0 (B, E, N), chunk -> (y (B, L, E), h_L (B, E, N));
+    float32 or 64."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, h0: Tensor) -> tuple[Tensor, Tensor]:
-        length = x.shape[1]
-        u = (delta * x).unbind(1)  # the input's share delta_t x_t, (B, E) a position
-        deltas, Bs, Cs = delta.unbind(1), B.unbind(1), C.unbind(1)
-        states = x.new_empty(length, *h0.shape)
-        ys, h = [], h0
-        for t in range(length):
-            h = torch.addcmul(torch.exp(deltas[t][:, :, None] * A) * h, u[t][:, :, None], Bs[t][:, None, :])
-            states[t] = h
-            ys.append(torch.bmm(h, Cs[t][:, :, None]))  # (B, E, 1)
-        ctx.save_for_backward(x, delta, A, B, C, h0, states)
-        return torch.cat(ys, dim=2).transpose(1, 2), h
+    def forward(ctx, x: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, h0: Tensor, chunk: int):
+        length, (inner, n) = x.shape[1], A.shape
+        d, u, b, c = position_major(delta, delta * x, B, C)  # (L, B, E) x2, (L, B, N) x2
+        y = x.new_empty(d.shape)  # (L, B, E)
+        befores, h = [], h0
+        for t0 in range(0, length, chunk):
+            t1 = min(t0 + chunk, length)
+            befores.append(h)
+            states, _ = chunk_states(h, d[t0:t1], u[t0:t1], b[t0:t1], A)
+            torch.matmul(batched(states, inner, n), batched(c[t0:t1], n, 1), out=batched(y[t0:t1], inner, 1))
+            h = states[-1].clone()
+        ctx.save_for_backward(x, delta, A, d, u, b, c, torch.stack(befores))
+        ctx.chunk = chunk
+        return y.transpose(0, 1), h
 
     @staticmethod
-    def backward(ctx, gy: Tensor, gh: Tensor | None) -> tuple[Tensor, ...]:
-        x, delta, A, B, C, h0, states = ctx.saved_tensors
-        length = x.shape[1]
-        u = delta * x
-        xs, deltas, us, Bs, Cs, gys = (t.unbind(1) for t in (x, delta, u, B, C, gy))
-        gu, gB, gC, gq = [], [], [], []
-        gA = torch.zeros_like(h0)  # summed over the batch at the end
-        g = torch.zeros_like(h0) if gh is None else gh.clone()  # the loss's gradient with respect to h_t
-        for t in range(length - 1, -1, -1):
-            g = torch.addcmul(g, gys[t][:, :, None], Cs[t][:, None, :])
-            gC.append(torch.bmm(gys[t][:, None, :], states[t]))  # (B, 1, N)
-            gu.append(torch.bmm(g, Bs[t][:, :, None]))  # (B, E, 1)
-            gB.append(torch.bmm(us[t][:, None, :], g))  # (B, 1, N)
-            decay = torch.exp(deltas[t][:, :, None] * A)
-            q = g * decay * (states[t - 1] if t else h0)  # the gradient with respect to delta_t A, elementwise
-            gq.append((q * A).sum(-1))  # its share of delta_t's gradient, (B, E)
-            gA.addcmul_(q, deltas[t][:, :, None])
-            g = g * decay
-        gu_all = torch.cat(gu[::-1], dim=2).transpose(1, 2)  # (B, L, E)
-        g_delta = torch.stack(gq[::-1], dim=1) + gu_all * x
-        return (
-            gu_all * delta,
-            g_delta,
-            gA.sum(0),
-            torch.cat(gB[::-1], dim=1),
-            torch.cat(gC[::-1], dim=1),
-            g,
-        )
+    def backward(ctx, gy: Tensor, gh: Tensor | None) -> tuple[Tensor | None, ...]:
+        x, delta, A, d, u, b, c, befores = ctx.saved_tensors
+        length, (inner, n) = d.shape[0], A.shape
+        (gy_,) = position_major(gy)  # (L, B, E)
+        gu, gq, gB, gC = torch.empty_like(d), torch.empty_like(d), torch.empty_like(b), torch.empty_like(b)
+        gA = torch.zeros_like(A)
+        g = torch.zeros_like(befores[0]) if gh is None else gh  # the loss's gradient reaching the chunk's last state
+        for k, t0 in reversed(list(enumerate(range(0, length, ctx.chunk)))):
+            t1 = min(t0 + ctx.chunk, length)
+            states, decay = chunk_states(befores[k], d[t0:t1], u[t0:t1], b[t0:t1], A)
+            G = gy_[t0:t1, :, :, None] * c[t0:t1, :, None, :]  # gy_t C_t, then the whole gradient at h_t
+            G[-1] += g
+            for i in range(t1 - t0 - 2, -1, -1):
+                G[i].addcmul_(decay[i + 1], G[i + 1])
+            g = G[0] * decay[0]  # on to the chunk before
+            torch.matmul(batched(gy_[t0:t1], 1, inner), batched(states, inner, n), out=batched(gC[t0:t1], 1, n))
+            torch.matmul(batched(G, inner, n), batched(b[t0:t1], n, 1), out=batched(gu[t0:t1], inner, 1))
+            torch.matmul(batched(u[t0:t1], 1, inner), batched(G, inner, n), out=batched(gB[t0:t1], 1, n))
+            q = G.mul_(decay)  # then times h_(t-1): the gradient with respect to delta_t A, elementwise
+            q[1:] *= states[:-1]
+            q[0] *= befores[k]
+            torch.sum(q * A, -1, out=gq[t0:t1])  # its share of delta_t's gradient
+            gA += q.mul_(d[t0:t1, :, :, None]).sum((0, 1))
+        gu, gq = gu.transpose(0, 1), gq.transpose(0, 1)  # (B, L, E)
+        return gu * delta, gq + gu * x, gA, gB.transpose(0, 1), gC.transpose(0, 1), g, None
 
 
 def selective_loop(
-    x: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, h0: Tensor | None = None
+    x: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, h0: Tensor | None = None, chunk: int = CHUNK
 ) -> tuple[Tensor, Tensor]:
     """x, delta (B, L, E), A (E, N), B, C (B, L, N), h0 (B, E, N) or None (zeros) -> (y (B, L, E), h_L (B, E, N)),
     y_t = C_t . h_t without the skip D x_t, in the inputs' precision (autocast off: a bf16 state would drift)."""
     if h0 is None:
         h0 = x.new_zeros(x.shape[0], x.shape[2], A.shape[1])
     with torch.autocast(x.device.type, enabled=False):
-        return SelectiveLoop.apply(x, delta, A, B, C, h0)
+        return SelectiveLoop.apply(x, delta, A, B, C, h0, chunk)
