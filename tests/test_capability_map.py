@@ -10,7 +10,16 @@ from dataclasses import asdict
 from pathlib import Path
 
 from suite.runtime.record import RESULT_FILE, ResultRecord
-from tasks.capabilities.map import LEDGER, MapConfig, chosen_rates, command, knob_commands, map_seconds, read_map, timed
+from tasks.capabilities.map import (
+    LEDGER,
+    MapConfig,
+    chosen_rates,
+    command,
+    knob_commands,
+    map_seconds,
+    read_map,
+    timed,
+)
 from tasks.capabilities.sizing import Sized
 
 
@@ -81,6 +90,14 @@ def test_the_ledger_sums_each_commands_wall_time_over_sessions(tmp_path):
     entries = [json.loads(line) for line in ledger.read_text().splitlines()]
     assert len(entries) == 2 and entries[0]["command"] == ["a", "b"]
     assert 0.4 <= map_seconds(tmp_path) < 10
+
+
+def test_the_maps_runs_write_their_bytecode_even_where_the_machine_turns_it_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    out = tmp_path / "flag"
+    check = f"import sys; open({str(out)!r}, 'w').write(str(sys.dont_write_bytecode))"
+    timed([sys.executable, "-c", check, "a"], tmp_path / LEDGER)
+    assert out.read_text() == "False"
 
 
 def test_a_launcher_named_in_the_extras_replaces_joblib(tmp_path):

@@ -24,12 +24,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from omegaconf import OmegaConf
 
@@ -132,11 +133,18 @@ def knob_commands(
     return out
 
 
+def with_bytecode_cache(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with Python's bytecode cache on: where the machine sets PYTHONDONTWRITEBYTECODE, every one of the map's
+    thousands of processes would compile torch's and the suite's modules again (the Makefile's targets turn it on
+    the same way)."""
+    return {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(cmd: list[str], ledger: Path) -> None:
     """Run one ``suite.run`` multirun (a failed job is recorded with its status and the map goes on), and add its
     wall time to the ledger."""
     started = time.time()
-    subprocess.run(cmd, check=False, cwd=PROJECT_ROOT)
+    subprocess.run(cmd, check=False, cwd=PROJECT_ROOT, env=with_bytecode_cache(os.environ))
     ledger.parent.mkdir(parents=True, exist_ok=True)
     with ledger.open("a", encoding="utf-8") as f:
         f.write(json.dumps({"started": started, "seconds": round(time.time() - started, 1), "command": cmd[3:]}) + "\n")
