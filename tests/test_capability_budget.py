@@ -1,0 +1,61 @@
+"""The capability map's time budget (tasks/capabilities/budget.py), from synthetic records: the plan's run count per
+model and size, the finished runs' seconds, the runs to go estimated at the model's own rate and never at another's."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from tasks.capabilities.budget import budget, main, planned_runs, rows
+from tasks.capabilities.map import MapConfig
+from tests.test_capability_report import run
+
+PLAN = MapConfig(
+    tasks=["parity", "mqar"],
+    models=["lstm", "transformer"],
+    sizes=[100_000, 400_000],
+    lrs=[3e-4, 1e-3, 3e-3],
+    seeds=[0, 1, 2],
+    overrides={},
+    task_overrides={},
+    sweep_dir=Path("runs/capabilities"),
+    knobs={"mqar": {"n_pairs": [4, 16]}, "elsewhere": {"x": [1]}},
+)
+
+
+def timed(record, seconds: float):
+    return dataclasses.replace(record, wall_seconds=seconds)
+
+
+def test_the_plan_counts_the_grid_the_other_seeds_and_the_knob_stage():
+    # 2 tasks x 3 rates, 2 tasks x 2 more seeds, MQAR's 2 values x 3 seeds; a knob of a task not in the map counts none
+    assert planned_runs(PLAN) == 6 + 4 + 6
+
+
+def test_each_model_and_size_is_estimated_from_its_own_runs_alone():
+    records = [
+        timed(run("lstm", "parity", 1e-3, 0, 0.6), 10.0),
+        timed(run("lstm", "parity", 3e-3, 0, 1.0), 30.0),
+        timed(run("lstm", "parity", 3e-3, 1, None), 500.0),  # failed: to go again, its seconds not counted
+        timed(run("transformer", "mqar", 1e-3, 0, 0.9, params=390_000), 72.0),
+    ]
+    lines = {(line.model, line.size): line for line in budget(records, PLAN)}
+    assert set(lines) == {(m, s) for m in PLAN.models for s in PLAN.sizes}
+    lstm = lines[("lstm", 100_000)]
+    assert (
+        lstm.seconds == [10.0, 30.0] and lstm.to_go == 14 and lstm.hours_to_go(2) == pytest.approx(14 * 20 / 2 / 3600)
+    )
+    assert lines[("transformer", 400_000)].hours_to_go(1) == pytest.approx(15 * 72 / 3600)
+    assert lines[("transformer", 100_000)].hours_to_go(2) is None  # no run of its own: not guessed
+    table = rows(list(lines.values()), jobs=2)
+    total = table[-1]
+    assert total["model"] == "all" and total["finished"] == "3" and total["to go"] == str(4 * 16 - 3)
+    expected = 14 * 20 / 2 / 3600 + 15 * 72 / 2 / 3600
+    assert total["hours to go at 2 at a time"] == f"{expected:.1f} + {2 * 16} runs not yet estimated"
+
+
+def test_a_missing_run_directory_is_named(tmp_path):
+    with pytest.raises(SystemExit, match="no such run directory.*nowhere"):
+        main([str(tmp_path / "nowhere")])
