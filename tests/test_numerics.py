@@ -67,7 +67,9 @@ def test_the_probe_tells_flushed_from_not():
 
 def test_precision_resolves_per_device():
     cpu = torch.device("cpu")
-    assert numerics.resolve_precision("auto", cpu) == ("bf16" if numerics.cpu_bf16_kind() == "amx" else "fp32")
+    # no model: nothing declares a family whose measured policy could pick bf16, so fp32 on every kind (AMX too);
+    # the per-family choices are tests/test_precision.py's
+    assert numerics.resolve_precision("auto", cpu) == "fp32"
     assert numerics.resolve_precision("fp32", cpu) == "fp32" and numerics.resolve_precision("bf16", cpu) == "bf16"
     with pytest.raises(ValueError, match="precision must be one of"):
         numerics.resolve_precision("fp16", cpu)
