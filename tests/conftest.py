@@ -86,6 +86,7 @@ TINY_TASK = {
     "translation": ["task.vocab_size=500", "task.max_target_len=12"],
     "summarization": ["task.vocab_size=500", "task.max_source_len=64", "task.max_target_len=12"],
     "language_model": ["task.vocab_size=500", "task.seq_len=32", "task.stride=16"],
+    "pathfinder": ["task.n_train=32", "task.n_val=8", "task.n_test=8"],  # drawn in a second, not its 5,500 images
 }
 SUBSET_LINES = 400
 
