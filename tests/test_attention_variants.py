@@ -477,3 +477,22 @@ def test_full_and_explicit_declare_every_capability_and_build_decoders():
             "cross-attention",
             "cached decoding",
         }
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_local_attention_in_forced_bf16_is_its_fp32_result_to_bf16_precision(causal):
+    """The fused SDPA path under bf16 autocast, forced, so every CPU kind runs it (AMX picks it under auto)."""
+    from suite.attention.local import LocalAttention
+    from suite.runtime import numerics
+
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 37, 8, generator=gen) for _ in range(3))
+    pad = torch.zeros(2, 37, dtype=torch.bool)
+    pad[1, 30:] = True
+    core = LocalAttention(window=5, n_heads=2, head_dim=8)
+    exact = core(q, k, v, pad, causal)
+    with numerics.autocast("bf16", torch.device("cpu")):
+        low = core(q, k, v, pad, causal)
+    assert low.dtype == torch.bfloat16 and torch.isfinite(low).all()
+    real = ~pad  # (B, L): compare the real queries, (B, H, L, Dh) -> (B, L, H, Dh) rows
+    torch.testing.assert_close(low.float().transpose(1, 2)[real], exact.transpose(1, 2)[real], atol=3e-2, rtol=3e-2)
