@@ -172,7 +172,9 @@ class MambaBlock(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         length = x.size(1)
         x, z = self.in_proj(x).chunk(2, dim=-1)
-        x = self.conv1d(x.transpose(1, 2))[..., :length].transpose(1, 2)  # causal: the left padding only
+        # causal: the left padding only. Contiguous again: as a transposed view, every elementwise operation after it
+        # and its backward (SiLU's above all, with a gradient laid out the other way) walk memory across its rows
+        x = self.conv1d(x.transpose(1, 2))[..., :length].transpose(1, 2).contiguous()
         return self.mix(x, z, None, fused=True)[0]
 
     def step(self, x: Tensor, state: dict[str, Tensor] | None) -> tuple[Tensor, dict[str, Tensor]]:
