@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader
 
 from suite.models.language_model import LanguageModel, build_language_model
 from suite.models.scan import positive_int
+from suite.runtime.predictions import sequence_rows
 from suite.types import Batch
 from tasks.capabilities.base import Example, collate
 
@@ -130,15 +131,14 @@ class MqarTask:
             scored = batch.extra["scored"]
             logits = model.generator(model.features(batch.inputs)[scored]).float()
             loss += float(F.cross_entropy(logits, batch.targets[scored], reduction="sum"))
-            for label, prediction in zip(batch.targets[scored].tolist(), logits.argmax(-1).tolist()):
-                rows.append({"id": len(rows), "label": label, "prediction": prediction})
+            rows += sequence_rows(scored, logits.argmax(-1) == batch.targets[scored], len(rows))
         self.latest = rows
-        right = sum(r["label"] == r["prediction"] for r in rows)
-        return {"accuracy": right / max(1, len(rows)), "loss": loss / max(1, len(rows))}
+        queries = max(1, sum(r["scored"] for r in rows))
+        return {"accuracy": sum(r["correct"] for r in rows) / queries, "loss": loss / queries}
 
     def predictions(self) -> list[dict[str, Any]]:
-        """The latest evaluation's queries, in order (example by example, left to right): id, label (the value), the
-        predicted id."""
+        """The latest evaluation's test sequences, in order: id, its queries and how many were answered right (a
+        paired test resamples sequences: one sequence's queries are not independent draws)."""
         if self.latest is None:
             raise RuntimeError(f"task {self.name!r}: predictions() before any evaluate()")
         return self.latest

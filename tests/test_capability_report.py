@@ -69,16 +69,16 @@ def test_a_cell_is_every_seed_at_the_rate_seed_zero_chose_on_validation():
 
 
 def outputs_for(accuracies: dict[tuple[str, str, int], float]):
-    """Per-example outputs matching each run's accuracy, on 400 shared test positions at length 32 and 100 at 64
-    (all wrong at 64: the pairing must cut them away)."""
+    """Per-sequence outputs matching each run's accuracy, on 400 shared test sequences of one scored position at
+    length 32 and 100 at 64 (all wrong at 64: the pairing must cut them away)."""
 
     def outputs(r: ResultRecord) -> Outputs:
         rng = random.Random(f"{r.model}{r.task}{r.seed}")
         right = round(400 * r.metrics["accuracy"])
         hits = [True] * right + [False] * (400 - right)
         rng.shuffle(hits)
-        rows = [{"id": i, "length": 32, "label": 1, "prediction": 1 if h else 0} for i, h in enumerate(hits)]
-        rows += [{"id": 400 + i, "length": 64, "label": 1, "prediction": 0} for i in range(100)]
+        rows = [{"id": i, "length": 32, "correct": int(h), "scored": 1} for i, h in enumerate(hits)]
+        rows += [{"id": 400 + i, "length": 64, "correct": 0, "scored": 1} for i in range(100)]
         return Outputs(predictions=rows)
 
     return outputs

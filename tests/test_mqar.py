@@ -46,15 +46,14 @@ def test_bad_sizes_are_refused_by_name(settings, message):
         MqarTask("mqar", "mqar", **settings)
 
 
-def test_a_run_scores_the_queries_and_keeps_one_row_a_query(tmp_path):
+def test_a_run_scores_the_queries_and_keeps_one_row_a_sequence(tmp_path):
     cfg = shrink(compose_config("task=mqar", "model=lstm", "task.seq_len=32", "task.n_pairs=4", "task.n_train=64",
                                 "task.n_val=16", "task.n_test=16"))  # fmt: skip
     record = execute(cfg, tmp_path)
     assert record.status == "ok", record.error
     rows = read_predictions(tmp_path)
-    assert len(rows) == 16 * 4  # four queries an example
-    assert record.metrics["accuracy"] == pytest.approx(sum(r["label"] == r["prediction"] for r in rows) / len(rows))
-    assert all(129 <= r["label"] <= 256 for r in rows)  # values: ids K+1..K+V of the default vocabulary (K = V = 128)
+    assert [r["id"] for r in rows] == list(range(16)) and all(r["scored"] == 4 for r in rows)  # four queries each
+    assert record.metrics["accuracy"] == pytest.approx(sum(r["correct"] for r in rows) / (16 * 4))
 
 
 def test_a_bidirectional_model_is_refused():

@@ -16,6 +16,7 @@ from suite.report.significance import (
     Outputs,
     classification_difference,
     corpus_bootstrap,
+    count_difference,
     loss_difference,
     mean_difference,
     pooled_difference,
@@ -87,6 +88,57 @@ def test_runs_on_other_examples_are_refused_by_name(pair):
         classification_difference(rows(labels, a), other)
     with pytest.raises(ValueError, match="no paired test for the metric 'rougeL'"):
         classification_difference(rows(labels, a), rows(labels, b), "rougeL")
+
+
+def counts(correct, scored):
+    return [{"id": i, "correct": int(c), "scored": int(n)} for i, (c, n) in enumerate(zip(correct, scored))]
+
+
+def test_a_count_difference_resamples_sequences_and_is_a_direct_recomputation():
+    """Accuracy over scored positions, A minus B; the interval the one a bootstrap over sequences that recomputes
+    correct / scored on every resample gives with the same seed."""
+    rng = np.random.default_rng(1)
+    scored = rng.integers(1, 9, 300)
+    a, b = rng.binomial(scored, 0.8), rng.binomial(scored, 0.7)
+    diff = count_difference(counts(a, scored), counts(b, scored), resamples=400, seed=2)
+    assert diff.delta == pytest.approx((a.sum() - b.sum()) / scored.sum()) and diff.n == 300
+    direct = stats.bootstrap(
+        (a, b, scored), lambda x, y, n: (x.sum() - y.sum()) / n.sum(), paired=True, vectorized=False,
+        n_resamples=400, method="percentile", random_state=2,
+    ).confidence_interval  # fmt: skip
+    assert (diff.low, diff.high) == pytest.approx((direct.low, direct.high))
+    assert diff.significant
+
+
+def test_positions_of_one_sequence_are_not_counted_as_independent_examples():
+    """Where a sequence's ten positions are all right or all wrong together, resampling sequences gives an interval
+    about sqrt(10) wider than resampling the positions one by one would: a difference that a test over positions
+    would call a win is within the noise over sequences."""
+    rng = np.random.default_rng(0)
+    a, b = rng.random(120) < 0.6, rng.random(120) < 0.5
+    scored = np.full(120, 10)
+    by_sequence = count_difference(counts(10 * a, scored), counts(10 * b, scored), resamples=500)
+    flat = [{"id": i, "label": 1, "prediction": int(x)} for i, x in enumerate(np.repeat(a, 10))]
+    other = [{"id": i, "label": 1, "prediction": int(x)} for i, x in enumerate(np.repeat(b, 10))]
+    by_position = classification_difference(flat, other, resamples=500)
+    assert by_sequence.delta == pytest.approx(by_position.delta)
+    ratio = (by_sequence.high - by_sequence.low) / (by_position.high - by_position.low)
+    assert 2.4 < ratio < 4.2  # sqrt(10) = 3.16, up to the bootstrap's own error
+    assert by_position.significant and not by_sequence.significant
+
+
+def test_counts_of_other_sequences_or_another_kind_of_row_are_refused_by_name():
+    scored = [4] * 10
+    with pytest.raises(NotPaired, match="A scored 10 test sequences, B 9"):
+        count_difference(counts([2] * 10, scored), counts([2] * 9, scored[:9]))
+    other = counts([2] * 10, [4] * 9 + [5])
+    with pytest.raises(NotPaired, match="test sequence 9 of A .4 scored positions. is not sequence 9 of B .5."):
+        count_difference(counts([2] * 10, scored), other)
+    with pytest.raises(ValueError, match="accuracy only"):
+        count_difference(counts([2] * 10, scored), counts([2] * 10, scored), "macro_f1")
+    labelled = Outputs(predictions=rows([1] * 10, [1] * 10))
+    with pytest.raises(NotPaired, match="different kinds of test rows .examples, sequences."):
+        pooled_difference([labelled], [Outputs(predictions=counts([2] * 10, scored))], "accuracy")
 
 
 def sentences(seed: int = 0, n: int = 300):

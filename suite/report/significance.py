@@ -70,6 +70,20 @@ def paired_labels(a: list[dict[str, Any]], b: list[dict[str, Any]], names: tuple
     return np.array([x["label"] for x in a])
 
 
+def paired_counts(a: list[dict[str, Any]], b: list[dict[str, Any]], names: tuple[str, str]) -> np.ndarray:
+    """(N,) the scored positions of each test sequence the two runs share; refuses runs that scored other sequences or
+    other positions in them, naming the first that differs."""
+    if len(a) != len(b):
+        raise NotPaired(f"{names[0]} scored {len(a)} test sequences, {names[1]} {len(b)}: not the same test split")
+    for x, y in zip(a, b):
+        if x["id"] != y["id"] or x["scored"] != y["scored"]:
+            raise NotPaired(
+                f"test sequence {x['id']} of {names[0]} ({x['scored']} scored positions) is not sequence {y['id']} of "
+                f"{names[1]} ({y['scored']}): not the same test split"
+            )
+    return np.array([x["scored"] for x in a], dtype=np.float64)
+
+
 def paired_test(
     metric: str,
     x: np.ndarray,
@@ -139,6 +153,37 @@ def classification_difference(
 
         vectorized = False
     return paired_test(metric, pa, pb, diff, (labels,), vectorized, resamples, seed)
+
+
+def count_difference(
+    a: list[dict[str, Any]],
+    b: list[dict[str, Any]],
+    metric: str = "accuracy",
+    names: tuple[str, str] = ("A", "B"),
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Difference:
+    """The paired difference of accuracy over scored positions between two runs' per-sequence counts (rows of
+    ``predictions_test.jsonl``: id, correct, scored). Sequences are resampled, not positions: the positions of one
+    sequence (a running sum, a word problem, MQAR's queries) are not independent draws, and resampling them one by one
+    would narrow the interval by as much as they are alike. Accuracy is recomputed as the resample's correct over its
+    scored positions."""
+    if metric != "accuracy":
+        raise ValueError(f"no paired test for the metric {metric!r} on per-sequence counts (accuracy only)")
+    scored = paired_counts(a, b, names)
+    x, y = (np.array([r["correct"] for r in rows], dtype=np.float64) for rows in (a, b))
+
+    def diff(u: np.ndarray, v: np.ndarray, n: np.ndarray, axis: int = -1) -> np.ndarray:
+        return (np.sum(u, axis=axis) - np.sum(v, axis=axis)) / np.sum(n, axis=axis)
+
+    return paired_test(metric, x, y, diff, (scored,), True, resamples, seed)
+
+
+def row_kind(rows: list[dict[str, Any]]) -> str:
+    """What a run's per-example rows hold: 'documents' (a language model's losses), 'sequences' (correct and scored
+    positions a sequence) or 'examples' (a label and a prediction each)."""
+    first = rows[0] if rows else {}
+    return "documents" if "nll" in first else "sequences" if "scored" in first else "examples"
 
 
 def paired_documents(a: list[dict[str, Any]], b: list[dict[str, Any]], names: tuple[str, str]) -> np.ndarray:
@@ -300,10 +345,14 @@ def pooled_difference(
     if len(a) != len(b) or not a:
         raise NotPaired(f"{len(a)} runs of {names[0]} against {len(b)} of {names[1]}: pair them by seed")
     if all(o.predictions is not None for o in a + b):
-        documents = all("nll" in r for o in a + b for r in o.predictions[:1])  # a language model's, per document
-        pair, difference = (
-            (paired_documents, loss_difference) if documents else (paired_labels, classification_difference)
-        )
+        kinds = {row_kind(o.predictions) for o in a + b}
+        if len(kinds) > 1:
+            raise NotPaired(f"{names[0]} and {names[1]} kept different kinds of test rows ({', '.join(sorted(kinds))})")
+        pair, difference = {
+            "documents": (paired_documents, loss_difference),
+            "sequences": (paired_counts, count_difference),
+            "examples": (paired_labels, classification_difference),
+        }[kinds.pop()]
         rows_a, rows_b = [], []
         for seed, (x, y) in enumerate(zip(a, b)):
             pair(x.predictions, y.predictions, names)  # each seed's pair on the same examples

@@ -51,8 +51,8 @@ def prior_guess(kept: Outputs) -> Outputs:
 
 def above_prior(runs: Sequence[ResultRecord], outputs: OutputsOf) -> Difference | None:
     """Accuracy of ``runs`` (one model's seeds) minus the commonest-class guess's, pooled over the seeds; None where
-    a run kept no per-example predictions."""
+    a run kept no per-example labelled predictions."""
     kept = [outputs(r) for r in runs]
-    if not kept or any(k is None or not k.predictions for k in kept):
-        return None
+    if not kept or any(k is None or not k.predictions or "label" not in k.predictions[0] for k in kept):
+        return None  # no predictions, or counts a sequence (no labels to take the commonest of)
     return pooled_difference(kept, [prior_guess(k) for k in kept], "accuracy", ("model", "commonest class"))

@@ -1,7 +1,9 @@
 """The per-example outputs of a run's test scoring, kept beside its record: ``predictions_test.jsonl``.
 
 One JSON object a line, in the test split's order (``id`` is the example's index in it), with what the task's
-metric reads: a classifier's ``label`` and ``prediction``. A comparison of two runs pairs them by ``id`` after the fact
+metric reads: a classifier's ``label`` and ``prediction``; a task scored at several positions of a sequence (the
+capability diagnostics, MQAR) its ``correct`` and ``scored`` positions a sequence (``sequence_rows``), which is also
+the unit a paired test resamples. A comparison of two runs pairs them by ``id`` after the fact
 (``suite.report.significance``), without running either again. Sequence-to-sequence runs keep theirs in
 ``outputs_<test set>.jsonl`` (source, reference, output).
 """
@@ -11,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+from torch import Tensor
 
 PREDICTIONS_FILE = "predictions_test.jsonl"
 
@@ -22,6 +26,15 @@ def write_predictions(rows: list[dict[str, Any]], run_dir: Path) -> Path:
     with path.open("w", encoding="utf-8") as f:
         f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     return path
+
+
+def sequence_rows(scored: Tensor, hits: Tensor, start: int, **fields: Any) -> list[dict[str, Any]]:
+    """A batch's rows, one a sequence: ``scored`` (B, L) bool, ``hits`` (n,) bool, whether each scored position (in
+    ``scored``'s order, n = scored.sum()) was right -> [{id (from ``start``), **fields, correct, scored}, ...]."""
+    right = scored.new_zeros(scored.shape)
+    right[scored] = hits
+    counts = zip(right.sum(1).tolist(), scored.sum(1).tolist())
+    return [{"id": start + i, **fields, "correct": c, "scored": n} for i, (c, n) in enumerate(counts)]
 
 
 def read_predictions(run_dir: Path) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ from torch.utils.data import DataLoader
 
 from suite.models.language_model import LanguageModel, build_language_model
 from suite.models.scan import positive_int
+from suite.runtime.predictions import sequence_rows
 from suite.types import Batch
 
 Example = tuple[list[int], list[int]]  # tokens (L,), and the target at each position (-1: not scored)
@@ -216,20 +217,20 @@ class SequenceDiagnostic:
         for batch in batches:
             scored, length = batch.extra["scored"], batch.inputs.shape[1]
             logits = model.generator(model.features(batch.inputs)[scored]).float()
-            hits = (logits.argmax(-1) == batch.targets[scored]).tolist()
-            right.setdefault(length, []).extend(hits)
+            hits = logits.argmax(-1) == batch.targets[scored]
+            right.setdefault(length, []).extend(hits.tolist())
             if length == self.length:
                 loss += float(F.cross_entropy(logits, batch.targets[scored], reduction="sum"))
                 counted += len(hits)
-            for label, prediction in zip(batch.targets[scored].tolist(), logits.argmax(-1).tolist()):
-                rows.append({"id": len(rows), "length": length, "label": label, "prediction": prediction})
+            rows += sequence_rows(scored, hits, len(rows), length=length)
         self.latest = rows
         share = {n: sum(h) / max(1, len(h)) for n, h in right.items()}
         out = {"accuracy": share.get(self.length, 0.0), "loss": loss / max(1, counted)}
         return out | {f"accuracy_at_{n}": a for n, a in share.items() if n != self.length}
 
     def predictions(self) -> list[dict[str, Any]]:
-        """The latest evaluation's scored positions, in order: id, the example's length, label, the predicted id."""
+        """The latest evaluation's test sequences, in order: id, length, its scored positions and how many were right
+        (a paired test resamples sequences: their positions are not independent draws)."""
         if self.latest is None:
             raise RuntimeError(f"task {self.name!r}: predictions() before any evaluate()")
         return self.latest
