@@ -1,5 +1,6 @@
 """The capability map's time budget (tasks/capabilities/budget.py), from synthetic records: the plan's run count per
-model and size, the finished runs' seconds, the runs to go estimated at the model's own rate and never at another's."""
+task, the finished runs' seconds, the runs to go estimated at the model's own rate on that task and never at another
+task's or another model's."""
 
 from __future__ import annotations
 
@@ -30,30 +31,33 @@ def timed(record, seconds: float):
 
 
 def test_the_plan_counts_the_grid_the_other_seeds_and_the_knob_stage():
-    # 2 tasks x 3 rates, 2 tasks x 2 more seeds, MQAR's 2 values x 3 seeds; a knob of a task not in the map counts none
-    assert planned_runs(PLAN) == 6 + 4 + 6
+    # 3 rates, 2 more seeds; MQAR's knob: 2 values x 3 seeds; a knob of a task not in the map counts nowhere
+    assert planned_runs(PLAN, "parity") == 3 + 2 and planned_runs(PLAN, "mqar") == 3 + 2 + 6
 
 
-def test_each_model_and_size_is_estimated_from_its_own_runs_alone():
+def test_each_task_is_estimated_from_the_same_models_runs_of_it_alone():
     records = [
         timed(run("lstm", "parity", 1e-3, 0, 0.6), 10.0),
         timed(run("lstm", "parity", 3e-3, 0, 1.0), 30.0),
         timed(run("lstm", "parity", 3e-3, 1, None), 500.0),  # failed: to go again, its seconds not counted
+        timed(run("lstm", "mqar", 1e-3, 0, 0.5), 100.0),
         timed(run("transformer", "mqar", 1e-3, 0, 0.9, params=390_000), 72.0),
     ]
     lines = {(line.model, line.size): line for line in budget(records, PLAN)}
     assert set(lines) == {(m, s) for m in PLAN.models for s in PLAN.sizes}
     lstm = lines[("lstm", 100_000)]
-    assert (
-        lstm.seconds == [10.0, 30.0] and lstm.to_go == 14 and lstm.hours_to_go(2) == pytest.approx(14 * 20 / 2 / 3600)
-    )
-    assert lines[("transformer", 400_000)].hours_to_go(1) == pytest.approx(15 * 72 / 3600)
-    assert lines[("transformer", 100_000)].hours_to_go(2) is None  # no run of its own: not guessed
+    assert lstm.seconds == {"parity": [10.0, 30.0], "mqar": [100.0]} and lstm.to_go == 3 + 10
+    # parity's 3 left at its own mean (20 s), MQAR's 10 at its own (100 s): never one mean for both
+    assert lstm.hours_to_go(2) == pytest.approx((3 * 20 + 10 * 100) / 2 / 3600) and lstm.unestimated == 0
+    big = lines[("transformer", 400_000)]
+    assert big.hours_to_go(1) == pytest.approx(10 * 72 / 3600) and big.unestimated == 5  # parity: not run, not guessed
+    assert lines[("transformer", 100_000)].hours_to_go(2) == 0 and lines[("transformer", 100_000)].unestimated == 16
     table = rows(list(lines.values()), jobs=2)
     total = table[-1]
-    assert total["model"] == "all" and total["finished"] == "3" and total["to go"] == str(4 * 16 - 3)
-    expected = 14 * 20 / 2 / 3600 + 15 * 72 / 2 / 3600
-    assert total["hours to go at 2 at a time"] == f"{expected:.1f} + {2 * 16} runs not yet estimated"
+    assert total["model"] == "all" and total["finished"] == "4" and total["to go"] == str(4 * 16 - 4)
+    expected = (3 * 20 + 10 * 100) / 2 / 3600 + 10 * 72 / 2 / 3600
+    assert total["hours to go at 2 at a time"] == f"{expected:.1f} + {5 + 16 + 16} runs not yet estimated"
+    assert table[0]["s a run"] == "47" and table[0]["hours of a core"] == f"{140 / 3600:.2f}"
 
 
 def test_a_missing_run_directory_is_named(tmp_path):

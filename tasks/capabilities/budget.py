@@ -5,12 +5,12 @@
 
 Per model and size: the plan's runs (``conf/experiment/capabilities.yaml``: every task at every rate at the first seed,
 the other seeds at the chosen rate, and the knob stage's seeds at each further value), the finished ones among them,
-the wall seconds they took (each run's own ``wall_seconds``: its process, not the launcher's), their mean, and the runs
-to go with their estimated hours at ``jobs`` runs at a time. The estimate is the model's own mean at that size times the
-runs to go: a model and size with no finished run is counted as to go and left unestimated, never guessed from another
-model's rate. Failed runs count as to go (the map runs them again). The mean is over whichever tasks have run: a task
-whose runs go to the step cap (still learning) costs more than one a model solves early, so an estimate from one task
-is a floor only where that task stopped early.
+the wall seconds they took (each run's own ``wall_seconds``: its process, not the launcher's), and the runs to go with
+their estimated hours at ``jobs`` runs at a time. A task's runs to go are estimated at the mean of the same model's
+finished runs of that task at that size: tasks differ several times over in what a run costs (their lengths, and
+whether a model solves them early or runs to the step cap), so a task the model has not run yet is counted as to go and
+left unestimated, never guessed from another task's or another model's rate. Failed runs count as to go (the map runs
+them again).
 """
 
 from __future__ import annotations
@@ -27,80 +27,79 @@ from tasks.capabilities.cells import label, map_runs, size
 from tasks.capabilities.map import MapConfig, read_map
 
 
-def planned_runs(m: MapConfig) -> int:
-    """The runs of one model at one size in the map's plan: the grid, the other seeds, the knob stage."""
-    grid = len(m.tasks) * len(m.lrs)
-    seeds = len(m.tasks) * (len(m.seeds) - 1)
-    knobs = sum(len(values) * len(m.seeds) for task, settings in (m.knobs or {}).items() if task in m.tasks
-                for values in settings.values())  # fmt: skip
-    return grid + seeds + knobs
+def planned_runs(m: MapConfig, task: str) -> int:
+    """The runs of one model at one size on ``task`` in the map's plan: the grid, the other seeds, the knob stage."""
+    knobs = sum(len(values) * len(m.seeds) for values in (m.knobs or {}).get(task, {}).values())
+    return len(m.lrs) + len(m.seeds) - 1 + knobs
 
 
 @dataclass
 class Line:
-    """One model at one size: its finished runs' wall seconds and the plan's runs left."""
+    """One model at one size: its finished runs' wall seconds a task, and the plan's runs a task."""
 
     model: str
     size: int
-    seconds: list[float]
-    planned: int
+    seconds: dict[str, list[float]]
+    planned: dict[str, int]
+
+    @property
+    def finished(self) -> list[float]:
+        return [s for walls in self.seconds.values() for s in walls]
+
+    def left(self, task: str) -> int:
+        return max(0, self.planned.get(task, 0) - len(self.seconds.get(task, [])))
 
     @property
     def to_go(self) -> int:
-        return max(0, self.planned - len(self.seconds))
+        return sum(self.left(task) for task in self.planned)
 
     @property
-    def mean(self) -> float | None:
-        return statistics.mean(self.seconds) if self.seconds else None
+    def unestimated(self) -> int:
+        """Runs to go of the tasks this model has no finished run of at this size."""
+        return sum(self.left(task) for task in self.planned if not self.seconds.get(task))
 
-    def hours_to_go(self, jobs: int) -> float | None:
-        return None if self.mean is None else self.to_go * self.mean / jobs / 3600
+    def hours_to_go(self, jobs: int) -> float:
+        """The estimated hours of the runs to go of the tasks it has run (the others: ``unestimated``)."""
+        known = (self.left(t) * statistics.mean(walls) for t, walls in self.seconds.items() if walls)
+        return sum(known) / jobs / 3600
 
 
 def budget(records: list[ResultRecord], m: MapConfig) -> list[Line]:
     """A line for every model and size of the plan (and any other the records hold), finished runs by wall seconds."""
-    done: dict[tuple[str, int], list[float]] = defaultdict(list)
+    done: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in map_runs(records):
         if r.status == "ok" and r.wall_seconds is not None:
-            done[(label(r), size(r))].append(float(r.wall_seconds))
+            done[(label(r), size(r))][r.task].append(float(r.wall_seconds))
     keys = [(model, at) for at in m.sizes for model in m.models]
     keys += sorted(k for k in done if k not in keys)
-    return [Line(model, at, done.get((model, at), []), planned_runs(m)) for model, at in keys]
+    plan = {task: planned_runs(m, task) for task in m.tasks}
+    return [Line(model, at, dict(done.get((model, at), {})), plan) for model, at in keys]
 
 
 def rows(lines: list[Line], jobs: int) -> list[dict[str, str]]:
-    """The table: a row a line, then the total (the hours of the lines with an estimate; the others counted)."""
+    """The table: a row a line, then the total (the estimated hours; the runs of tasks not yet run, counted)."""
+    column = f"hours to go at {jobs} at a time"
 
-    def hours(h: float | None) -> str:
-        return "no finished run" if h is None else f"{h:.1f}"
+    def row(model: str, at: str, finished: list[float], to_go: int, hours: float, unknown: int) -> dict[str, str]:
+        return {
+            "model": model,
+            "size": at,
+            "finished": str(len(finished)),
+            "hours of a core": f"{sum(finished) / 3600:.2f}",
+            "s a run": f"{statistics.mean(finished):.0f}" if finished and model != "all" else "",
+            "to go": str(to_go),
+            column: f"{hours:.1f}" + (f" + {unknown} runs not yet estimated" if unknown else ""),
+        }
 
     out = [
-        {
-            "model": line.model,
-            "size": f"{line.size:,}",
-            "finished": str(len(line.seconds)),
-            "hours of a core": f"{sum(line.seconds) / 3600:.2f}",
-            "s a run": "" if line.mean is None else f"{line.mean:.0f}",
-            "to go": str(line.to_go),
-            f"hours to go at {jobs} at a time": hours(line.hours_to_go(jobs)),
-        }
+        row(line.model, f"{line.size:,}", line.finished, line.to_go, line.hours_to_go(jobs), line.unestimated)
         for line in lines
     ]
-    known = [line for line in lines if line.mean is not None]
-    unknown = [line for line in lines if line.mean is None]
-    estimate = sum(line.hours_to_go(jobs) or 0.0 for line in known)
+    everything = [s for line in lines for s in line.finished]
     out.append(
-        {
-            "model": "all",
-            "size": "",
-            "finished": str(sum(len(line.seconds) for line in lines)),
-            "hours of a core": f"{sum(sum(line.seconds) for line in lines) / 3600:.2f}",
-            "s a run": "",
-            "to go": str(sum(line.to_go for line in lines)),
-            f"hours to go at {jobs} at a time": f"{estimate:.1f}"
-            + (f" + {sum(line.to_go for line in unknown)} runs not yet estimated" if unknown else ""),
-        }
-    )
+        row("all", "", everything, sum(line.to_go for line in lines), sum(line.hours_to_go(jobs) for line in lines),
+            sum(line.unestimated for line in lines))
+    )  # fmt: skip
     return out
 
 
