@@ -5,6 +5,7 @@ a failed run never wins)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -18,6 +19,7 @@ from tasks.capabilities.map import (
     knob_commands,
     map_seconds,
     read_map,
+    run_env,
     timed,
 )
 from tasks.capabilities.sizing import Sized
@@ -98,6 +100,19 @@ def test_the_maps_runs_write_their_bytecode_even_where_the_machine_turns_it_off(
     check = f"import sys; open({str(out)!r}, 'w').write(str(sys.dont_write_bytecode))"
     timed([sys.executable, "-c", check, "a"], tmp_path / LEDGER)
     assert out.read_text() == "False"
+
+
+def test_each_job_gets_its_share_of_the_cores_unless_the_threads_are_set(tmp_path, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert run_env({}, 2)["OMP_NUM_THREADS"] == "4" and run_env({}, 16)["OMP_NUM_THREADS"] == "1"
+    assert run_env({"OMP_NUM_THREADS": "3"}, 2)["OMP_NUM_THREADS"] == "3"  # the caller's setting stays
+    monkeypatch.undo()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    out = tmp_path / "threads"
+    check = f"import torch; open({str(out)!r}, 'w').write(str(torch.get_num_threads()))"
+    timed([sys.executable, "-c", check, "a"], tmp_path / LEDGER, jobs=len(os.sched_getaffinity(0)))
+    assert out.read_text() == "1"  # a job a core: one thread each, in the child torch itself
 
 
 def test_a_launcher_named_in_the_extras_replaces_joblib(tmp_path):

@@ -133,18 +133,23 @@ def knob_commands(
     return out
 
 
-def with_bytecode_cache(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` with Python's bytecode cache on: where the machine sets PYTHONDONTWRITEBYTECODE, every one of the map's
-    thousands of processes would compile torch's and the suite's modules again (the Makefile's targets turn it on
-    the same way)."""
-    return {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+def run_env(env: Mapping[str, str], jobs: int) -> dict[str, str]:
+    """``env`` for the map's runs: Python's bytecode cache on (where the machine sets PYTHONDONTWRITEBYTECODE, every one
+    of the map's thousands of processes would compile torch's and the suite's modules again; the Makefile's targets
+    turn it on the same way), and each job's threads its share of the cores (``OMP_NUM_THREADS``, unless set). joblib's
+    workers get that share already, but a run outside them takes every core: two maps side by side with ``--jobs 1``,
+    two threads each on two cores, ran their steps up to an order of magnitude slower than with one thread each."""
+    out = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if "OMP_NUM_THREADS" not in out:
+        out["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // max(1, jobs)))
+    return out
 
 
-def timed(cmd: list[str], ledger: Path) -> None:
-    """Run one ``suite.run`` multirun (a failed job is recorded with its status and the map goes on), and add its
-    wall time to the ledger."""
+def timed(cmd: list[str], ledger: Path, jobs: int = 1) -> None:
+    """Run one ``suite.run`` multirun of ``jobs`` at a time (a failed job is recorded with its status and the map goes
+    on), and add its wall time to the ledger."""
     started = time.time()
-    subprocess.run(cmd, check=False, cwd=PROJECT_ROOT, env=with_bytecode_cache(os.environ))
+    subprocess.run(cmd, check=False, cwd=PROJECT_ROOT, env=run_env(os.environ, jobs))
     ledger.parent.mkdir(parents=True, exist_ok=True)
     with ledger.open("a", encoding="utf-8") as f:
         f.write(json.dumps({"started": started, "seconds": round(time.time() - started, 1), "command": cmd[3:]}) + "\n")
@@ -184,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.dry_run:
                 print("python " + " ".join(cmd[1:]))
             else:
-                timed(cmd, ledger)
+                timed(cmd, ledger, args.jobs)
     if args.dry_run:
         return 0
     rates = {
@@ -193,11 +198,11 @@ def main(argv: list[str] | None = None) -> int:
     for s in sized if m.seeds[1:] else []:
         for task, lr in rates[s].items():
             for cmd in command(s, m, [task], [lr], m.seeds[1:], extra, args.jobs):
-                timed(cmd, ledger)
+                timed(cmd, ledger, args.jobs)
     for s in [] if args.no_knobs else sized:
         for task, lr in rates[s].items():
             for cmd in knob_commands(s, m, task, lr, extra, args.jobs):
-                timed(cmd, ledger)
+                timed(cmd, ledger, args.jobs)
     print(f"capability map: {map_seconds(m.sweep_dir) / 3600:.2f} h of wall time so far, over every session ({ledger})")
     return 0
 
