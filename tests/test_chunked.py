@@ -73,6 +73,26 @@ def test_chunked_gated_equals_the_recurrence(per_key, chunk):
     torch.testing.assert_close(state.double(), want_state, **TOL)
 
 
+@pytest.mark.parametrize("chunk", [8, 64])
+def test_heads_sharing_one_q_and_k_take_their_scores_once_and_equal_the_recurrence(chunk):
+    """Mamba-2's one group: q and k expanded over the heads (stride 0) take the chunk's q k^T once for all heads; the
+    outputs, the state and every input's gradient equal the recurrence's, in float64."""
+    _, _, v, g, h0 = inputs(3, per_key=False)
+    torch.manual_seed(3)
+    c, b = (torch.randn(2, 1, 37, 8, dtype=torch.float64, requires_grad=True) for _ in range(2))
+    v, g, h0 = (t.double().requires_grad_() for t in (v, g, h0))
+    q, k = c.expand(2, 3, 37, 8), b.expand(2, 3, 37, 8)
+    assert q.stride(1) == 0 and k.stride(1) == 0
+    o, state = chunked.chunk_gated(q, k, v, g, h0, chunk=chunk)
+    want, want_state = plain_gated(q, k, v, g, h0)
+    torch.testing.assert_close(o, want)
+    torch.testing.assert_close(state, want_state)
+    grads = torch.autograd.grad((o.sum() + state.square().sum()), (c, b, v, g, h0))
+    wanted = torch.autograd.grad((want.sum() + want_state.square().sum()), (c, b, v, g, h0))
+    for got, ref in zip(grads, wanted):
+        torch.testing.assert_close(got, ref)
+
+
 def test_a_strong_decay_overflows_nothing():
     """Decays of exp(-50) a step over a chunk of 64: the factorised form exp(b_t) exp(-b_s) would overflow float32."""
     q, k, v, g, h0 = inputs(1, L=64)

@@ -101,7 +101,11 @@ def chunk_gated(
     size, n, (q, k, v, g) = _chunks(chunk, length, q, k, v, g)
     b = g.cumsum(dim=3)  # (B, H, n, C, Kg): the decay from each chunk's start to each position, inclusive
     if b.shape[-1] == 1:  # one decay a head: the chunk's scores are one product
-        scores = (q @ k.transpose(-1, -2)) * _relative(b[..., 0])
+        if q.stride(1) == 0 and k.stride(1) == 0:  # every head reads the same q and k (Mamba-2's one group): once
+            q_k = q[:, :1] @ k[:, :1].transpose(-1, -2)
+        else:
+            q_k = q @ k.transpose(-1, -2)
+        scores = q_k * _relative(b[..., 0])
     else:  # one a key dimension: (C, C, K) decays, summed over K
         mask = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
         rel = (b[..., :, None, :] - b[..., None, :, :]).masked_fill(~mask[..., None], float("-inf")).exp()
