@@ -98,6 +98,18 @@ def test_the_table_marks_learning_seeds_failures_and_bolds_only_a_paired_win():
     assert by[("400,000", "winner (paired test)")]["mqar"] == "not tested"  # one model at that size
 
 
+def test_a_rows_state_is_declared_at_the_longest_length_its_runs_reached():
+    """A cache grows with the length: the row gives it at the longest length of any of its runs, not the first's."""
+    short = run("transformer", "mqar", 1e-3, 1, 0.4)
+    short.declaration = {"parameters": 98_000, "state_numbers": 64, "state_at_length": 16}
+    long = run("transformer", "induction_heads", 1e-3, 0, 0.4)
+    long.declaration = {"parameters": 98_000, "state_numbers": 4096, "state_at_length": 1024}
+    rows = map_rows([short, long, *records()[:2]], outputs_for({}))
+    by = {(r["size"], r["model"]): r for r in rows}
+    assert by[("100,000", "transformer")]["state"] == "4,096 after 1024"
+    assert by[("100,000", "lstm")]["state"] == "320 after 128"
+
+
 def test_the_figures_are_drawn(tmp_path):
     assert capability_map(records(), tmp_path / "map.png").stat().st_size > 0
     assert extrapolation(records(), tmp_path / "ext.png").stat().st_size > 0

@@ -108,10 +108,12 @@ def map_rows(records: list[ResultRecord], outputs: OutputsOf) -> list[dict[str, 
     for at in sorted({k[0] for k in found}):
         models = sorted({k[1] for k in found if k[0] == at}, key=lambda m: order(m.split(" ")[0]))
         for model in models:
-            first = next(c.runs[0] for k, c in found.items() if k[:2] == (at, model))
+            own = [r for k, c in found.items() if k[:2] == (at, model) for r in c.runs]
+            first = own[0]
             row = {"size": f"{at:,}", "model": model, "width": str((first.config.get("model") or {}).get("d_model"))}
             row["parameters"] = f"{int((first.declaration or {}).get('parameters') or 0):,}"
-            row["state"] = state_text(first)
+            # the state at the longest length any of the row's runs declared (one length a row: a cache grows)
+            row["state"] = state_text(max(own, key=lambda r: (r.declaration or {}).get("state_at_length") or 0))
             for task in tasks:
                 cell = found.get((at, model, task))
                 row[task] = cell_text(cell, won.get((at, task), (None, ""))[0] == model)
