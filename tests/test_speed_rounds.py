@@ -39,6 +39,7 @@ def test_an_arm_is_a_name_and_its_overrides():
             parse_arm(bad)
 
 
+@pytest.mark.slow  # two speed jobs, each a process of its own
 def test_a_series_runs_every_arm_a_round_in_its_own_directory_and_resumes(tmp_path, monkeypatch):
     rows = main(["--out", str(tmp_path), "--rounds", "1", "--arm", "w16=", "--arm", "w8=model.d_model=8", "--",
                  *TINY_SPEED])  # fmt: skip
