@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
-from suite.report.significance import Difference, Outputs, pooled_difference
+from suite.report.significance import Difference, Outputs, pooled_difference, row_kind
 from suite.runtime.record import ResultRecord
 
 OutputsOf = Callable[[ResultRecord], Outputs | None]  # a run's per-example test outputs (None: it kept none)
@@ -53,6 +53,6 @@ def above_prior(runs: Sequence[ResultRecord], outputs: OutputsOf) -> Difference 
     """Accuracy of ``runs`` (one model's seeds) minus the commonest-class guess's, pooled over the seeds; None where
     a run kept no per-example labelled predictions."""
     kept = [outputs(r) for r in runs]
-    if not kept or any(k is None or not k.predictions or "label" not in k.predictions[0] for k in kept):
-        return None  # no predictions, or counts a sequence (no labels to take the commonest of)
+    if not kept or any(k is None or not k.predictions or row_kind(k.predictions) != "examples" for k in kept):
+        return None  # no predictions, or rows without labels to take the commonest of
     return pooled_difference(kept, [prior_guess(k) for k in kept], "accuracy", ("model", "commonest class"))

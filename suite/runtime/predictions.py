@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from torch import Tensor
+if TYPE_CHECKING:  # the report reads these files without torch; only the writer's rows take tensors
+    from torch import Tensor
 
 PREDICTIONS_FILE = "predictions_test.jsonl"
 
