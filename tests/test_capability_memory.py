@@ -82,13 +82,66 @@ def test_the_keys_and_their_order_change_from_sequence_to_sequence():
         (lambda: Memorization(8, 4, "a"), "memorization: task.generator.mapping_seed must be an integer, got 'a'"),
         (
             lambda: Memorization(8, 4).check(17),
-            r"memorization: task.generator.n_keys=8 is too few for a length of 17: a sequence holds 9 distinct keys",
+            r"memorization: task.generator.n_keys=8 spells 8 facts with key_tokens=1, too few for a length of 17: a "
+            r"sequence holds 9 distinct facts",
+        ),
+        (lambda: Memorization(8, 4, key_tokens=0), "memorization: task.generator.key_tokens must be a positive integer"),
+        (
+            lambda: Memorization(2, 4, key_tokens=2).check(13),
+            r"memorization: task.generator.n_keys=2 spells 4 facts with key_tokens=2, too few for a length of 13: a "
+            r"sequence holds 5 distinct facts",
         ),
     ],
 )
 def test_bad_settings_are_refused_by_name(build, message):
     with pytest.raises(ValueError, match=message):
         build()
+
+
+def pair_facts(examples: list[tuple[list[int], list[int]]]) -> dict[tuple[int, int], set[int]]:
+    """(first key token, second key token) -> the values scored after them, read back from the tokens alone."""
+    seen: dict[tuple[int, int], set[int]] = {}
+    for tokens, targets in examples:
+        for i in range(1, len(tokens)):
+            if targets[i] >= 0:
+                seen.setdefault((tokens[i - 1], tokens[i]), set()).add(targets[i])
+    return seen
+
+
+@pytest.mark.parametrize("length", [2, 5, 6, 7, 30])
+def test_two_token_keys_are_spelt_then_answered_at_their_last_token(length):
+    gen = Memorization(n_keys=6, n_values=5, mapping_seed=2, key_tokens=2)
+    assert gen.n_facts == 36
+    for seed in range(30):
+        tokens, targets = gen.example(random.Random(seed), length)
+        assert len(tokens) == len(targets) == length
+        # the period is three: key, key, value; the value is scored at the second key token and shown after it
+        assert all(1 <= t <= 6 for i, t in enumerate(tokens) if i % 3 < 2)
+        assert all(7 <= t <= 11 for i, t in enumerate(tokens) if i % 3 == 2)
+        assert [i for i, y in enumerate(targets) if y >= 0] == list(range(1, length, 3))
+        assert all(targets[i] == tokens[i + 1] for i in range(1, length - 1, 3))
+        pairs = [tuple(tokens[i : i + 2]) for i in range(0, length - 1, 3)]
+        assert len(set(pairs)) == len(pairs)  # distinct facts: no value readable from the context
+
+
+def test_two_token_keys_make_every_pair_a_fact_of_its_own():
+    gen = Memorization(n_keys=5, n_values=7, mapping_seed=4, key_tokens=2)
+    seen = pair_facts([gen.example(random.Random(seed), 24) for seed in range(200)])
+    assert set(seen) == {(a, b) for a in range(1, 6) for b in range(1, 6)}  # all 25 pairs are asked for
+    assert all(len(values) == 1 for values in seen.values())  # each always with one value
+    # the value depends on both tokens: neither alone determines it (as it could if the pair were one key in disguise)
+    by_first = {a: {next(iter(seen[(a, b)])) for b in range(1, 6)} for a in range(1, 6)}
+    by_second = {b: {next(iter(seen[(a, b)])) for a in range(1, 6)} for b in range(1, 6)}
+    assert any(len(v) > 1 for v in by_first.values()) and any(len(v) > 1 for v in by_second.values())
+
+
+def test_one_token_keys_are_the_same_task_as_before_key_tokens():
+    # k = 1 keeps the streams: the committed runs at 256 single-token facts stay the same task
+    # (the keys drawn as before: ceil(L / 2) distinct ids from the example's stream, in its order)
+    gen = Memorization(n_keys=9, n_values=4, mapping_seed=1, key_tokens=1)
+    tokens, _ = gen.example(random.Random(3), 11)
+    assert tokens[0::2] == [1 + k for k in random.Random(3).sample(range(9), 6)]
+    assert [gen.spell(f) for f in range(9)] == [[1 + f] for f in range(9)]
 
 
 def test_the_config_builds_the_generator_and_refuses_a_length_its_keys_cannot_fill():

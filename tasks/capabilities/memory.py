@@ -11,6 +11,13 @@
   Ids: 0 padding (unused: every example fills its length), keys 1 .. K, values K+1 .. K+V (K ``n_keys``, V
   ``n_values``). The mapping sends each key to a value drawn uniformly (two keys may share a value).
 
+  Keys of several tokens (``key_tokens`` k > 1, not in MAD): a fact's key is spelt by k key ids, ``a b v`` for
+  k = 2, its value scored at the key's last token; the facts are all K ** k spellings, each with its own value. With
+  single-token keys a fact can live in its key's embedding row (the embedding and the output layer are a lookup table
+  of their own, outside the backbone parameters the map matches), and at 256 facts every model of the map stored all of
+  them; a value that depends on two tokens has to be computed from both, so the facts are held by the backbone, whose
+  size is the one held equal. k = 1 draws the same sequences as before the setting existed.
+
   What differs from MAD: MAD shows a key then an insert token, scored there, so the value never enters the input;
   here the value follows its key (the teacher-forced form of the capability map's contract, tasks/capabilities/
   base.py), which leaks nothing because each key occurs once a sequence. MAD draws a sequence's keys with
@@ -44,37 +51,54 @@ class Memorization:
     """Keys each followed by its value under one fixed mapping (see the module for the layout and the ids).
 
     Args:
-        n_keys: K, the facts to store (a sequence of length L holds ceil(L / 2) distinct keys).
+        n_keys: K, the key alphabet; the facts are its ``key_tokens``-tuples, K ** key_tokens of them.
         n_values: V >= 2, the values' alphabet.
         mapping_seed: draws the mapping (the same for every split and every run with this seed).
+        key_tokens: k >= 1, the tokens a key is spelt with (1: MAD's single-token keys).
     """
 
     name = "memorization"
 
-    def __init__(self, n_keys: int = 256, n_values: int = 256, mapping_seed: int = 0) -> None:
+    def __init__(self, n_keys: int = 256, n_values: int = 256, mapping_seed: int = 0, key_tokens: int = 1) -> None:
         positive_int(n_keys, "task.generator.n_keys", self.name)
+        positive_int(key_tokens, "task.generator.key_tokens", self.name)
         if isinstance(n_values, bool) or not isinstance(n_values, int) or n_values < 2:
             raise ValueError(f"{self.name}: task.generator.n_values must be an integer >= 2, got {n_values!r}")
         if isinstance(mapping_seed, bool) or not isinstance(mapping_seed, int):
             raise ValueError(f"{self.name}: task.generator.mapping_seed must be an integer, got {mapping_seed!r}")
-        self.n_keys, self.n_values, self.mapping_seed = n_keys, n_values, mapping_seed
+        self.n_keys, self.n_values, self.mapping_seed, self.key_tokens = n_keys, n_values, mapping_seed, key_tokens
+        self.n_facts = n_keys**key_tokens
         self.vocab = 1 + n_keys + n_values
-        # its own stream, so the facts do not move with the splits' seed or with how many examples are drawn
+        # its own stream, so the facts do not move with the splits' seed or with how many examples are drawn; fact f
+        # is the key spelt by f's base-K digits (for k = 1 the key id itself, the stream unchanged)
         facts = random.Random(f"memorization:{mapping_seed}")
-        self.mapping = {1 + k: 1 + n_keys + facts.randrange(n_values) for k in range(n_keys)}  # key id -> value id
+        self.values = [1 + n_keys + facts.randrange(n_values) for _ in range(self.n_facts)]  # fact -> value id
+
+    def spell(self, fact: int) -> list[int]:
+        """The key ids (k,) of fact ``fact``, most significant digit first."""
+        digits = [(fact // self.n_keys**i) % self.n_keys for i in reversed(range(self.key_tokens))]
+        return [1 + d for d in digits]
+
+    def facts_in(self, length: int) -> int:
+        """Facts a sequence of ``length`` holds: ceil(L / (k + 1)), the last one cut after its key when L ends there."""
+        return -(-length // (self.key_tokens + 1))
 
     def check(self, length: int) -> None:
-        # each key at most once a sequence, so that no value can be copied from the context
-        if (length + 1) // 2 > self.n_keys:
+        # each fact at most once a sequence, so that no value can be copied from the context
+        if self.facts_in(length) > self.n_facts:
             raise ValueError(
-                f"{self.name}: task.generator.n_keys={self.n_keys} is too few for a length of {length}: a sequence "
-                f"holds {(length + 1) // 2} distinct keys (raise n_keys or lower the length)"
+                f"{self.name}: task.generator.n_keys={self.n_keys} spells {self.n_facts} facts with key_tokens="
+                f"{self.key_tokens}, too few for a length of {length}: a sequence holds {self.facts_in(length)} "
+                "distinct facts (raise n_keys or lower the length)"
             )
 
     def example(self, rng: random.Random, length: int) -> Example:
-        """Tokens (L,): ceil(L / 2) distinct keys, each followed by its value (an odd L ends on a key); targets (L,):
-        the key's value at each key, -1 at the values."""
-        keys = [1 + k for k in rng.sample(range(self.n_keys), (length + 1) // 2)]
-        tokens = [t for k in keys for t in (k, self.mapping[k])][:length]
-        targets = [self.mapping[t] if i % 2 == 0 else -1 for i, t in enumerate(tokens)]
-        return tokens, targets
+        """Tokens (L,): distinct facts, each key's k tokens followed by its value (a length that cuts a fact keeps
+        what fits); targets (L,): the fact's value at its key's last token, -1 elsewhere."""
+        tokens: list[int] = []
+        targets: list[int] = []
+        for fact in rng.sample(range(self.n_facts), self.facts_in(length)):
+            key = self.spell(fact)
+            tokens += [*key, self.values[fact]]
+            targets += [-1] * (len(key) - 1) + [self.values[fact], -1]
+        return tokens[:length], targets[:length]
