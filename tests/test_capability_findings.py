@@ -36,6 +36,11 @@ def test_a_claim_holds_is_contradicted_or_cannot_be_judged():
     perfect = Claim("lstm", "t", "perfect")
     assert perfect.judge(cell("lstm", "t", 1.0, 1.0))[0] == AGREE
     assert perfect.judge(cell("lstm", "t", 1.0, 0.999))[0] == DISAGREE  # one error on one seed is an error
+    errs = Claim("transformer", "t", "errs")  # Liu et al.'s sporadic errors: not perfect on some seed
+    # the mean rounds to 100.0, and the one error still counts
+    assert errs.judge(cell("transformer", "t", 1.0, 0.999)) == (AGREE, "transformer 100.0")
+    assert errs.judge(cell("transformer", "t", 1.0, 1.0))[0] == DISAGREE
+    assert errs.judge(cell("transformer", "t", 1.0, verdict=STILL_LEARNING))[0] == DISAGREE  # error-free as it stands
 
 
 def test_the_metrics_beyond_training_and_at_the_longest_length():
@@ -68,7 +73,7 @@ def test_at_least_seven_findings_each_with_source_setting_figures_and_claims():
     assert len(FINDINGS) >= 7
     for f in FINDINGS:
         assert all((f.name, f.source, f.setting, f.published, f.ours)) and f.claims
-        assert all(c.shape in ("solves", "fails", "perfect") for c in f.claims)
+        assert all(c.shape in ("solves", "fails", "perfect", "errs") for c in f.claims)
 
 
 def test_the_report_has_a_row_a_finding_judged_from_the_maps_cells():

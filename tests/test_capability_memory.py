@@ -85,7 +85,10 @@ def test_the_keys_and_their_order_change_from_sequence_to_sequence():
             r"memorization: task.generator.n_keys=8 spells 8 facts with key_tokens=1, too few for a length of 17: a "
             r"sequence holds 9 distinct facts",
         ),
-        (lambda: Memorization(8, 4, key_tokens=0), "memorization: task.generator.key_tokens must be a positive integer"),
+        (
+            lambda: Memorization(8, 4, key_tokens=0),
+            "memorization: task.generator.key_tokens must be a positive integer",
+        ),
         (
             lambda: Memorization(2, 4, key_tokens=2).check(13),
             r"memorization: task.generator.n_keys=2 spells 4 facts with key_tokens=2, too few for a length of 13: a "
