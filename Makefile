@@ -115,7 +115,7 @@ data: install fashion-mnist ## Prepare data/ from ../shared/data (links) and Fas
 	$(PYTHON) -m suite.data.datadir --source $(SHARED_DATA)
 
 test: data lint docs browser ## Run the tests (fast set; a few minutes), after the lint and the documentation build
-	$(PYTHON) -m pytest -m "not slow" -q
+	$(PYTHON) -m pytest -m "not slow" -q --durations=20
 
 lint: install ## ruff: lint and format check (line length 120; `ruff format .` applies the format)
 	$(VENV)/bin/ruff check .
@@ -128,7 +128,7 @@ docs: install ## The documentation site from docs/ into site/ (MkDocs + Material
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 test-slow: data ## Run the slower checks (marker 'slow')
-	$(PYTHON) -m pytest -m slow -q
+	$(PYTHON) -m pytest -m slow -q --durations=20
 
 bench: data ## The quick benchmark (its time per CPU kind: docs/benchmark.md): every task, speed and accuracy against length, attention variants, compression, language models; the report in results/quick/
 	@mkdir -p $(BENCH_DIR) && date +%s > $(BENCH_DIR)/.started

@@ -263,7 +263,7 @@ def test_a_uniform_model_has_perplexity_v():
     )
 
 
-@pytest.mark.parametrize("model", ["transformer", "lstm"])
+@pytest.mark.parametrize("model", ["transformer", pytest.param("lstm", marks=pytest.mark.slow)])  # lstm: slow set
 def test_smoke_training_through_the_command_line(model, tmp_path, bbc_dir):
     env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0"}
     args = [

@@ -71,7 +71,12 @@ def primary_metric(task: str) -> str:
     return instantiate(compose_config(f"task={task}").task).primary_metric
 
 
-@pytest.mark.parametrize("model", ["transformer", "lstm", "gru", "rnn"])
+# The GRU and the RNN take the LSTM's path through every task (a recurrent backbone, the same heads and data): they run
+# in the slow set, which .ci/run runs too, so that the fast set stays within its time.
+@pytest.mark.parametrize(
+    "model",
+    ["transformer", "lstm", pytest.param("gru", marks=pytest.mark.slow), pytest.param("rnn", marks=pytest.mark.slow)],
+)
 @pytest.mark.parametrize("task", TASKS)
 def test_every_task_runs_end_to_end(task, model, tmp_path, request):
     if task in DATA_OF:
@@ -168,13 +173,22 @@ JOB_LIMITS = {  # measurement jobs, cut to one call
 TRAINS = {"train_job", "context_use_job"}  # jobs that fit a model (context_use without a checkpoint trains first)
 
 
-EXPERIMENT_TINY = {
-    "lra": ["task.seq_len=64", "task.n_train=64", "task.n_val=16", "task.n_test=16"]
-}  # its ListOps at 2K: 10,000 expressions take minutes to generate
+EXPERIMENT_TINY = {  # their ListOps at 1-2K: thousands of expressions take from seconds to minutes to generate
+    lra: ["task.seq_len=64", "task.n_train=64", "task.n_val=16", "task.n_test=16"] for lra in ("lra", "lra_cpu")
+}
+# Forced bf16 where the job's precision path is another experiment's too (the compression job scores in fp32 whatever
+# the trainer says; tuning trains as the train job does): in the slow set, which .ci/run runs too.
+SLOW_STEPS = {("compression", "bf16"), ("tune", "bf16")}
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16"])  # forced: each CPU kind runs the other kind's path too
-@pytest.mark.parametrize("experiment", EXPERIMENTS)
+@pytest.mark.parametrize(  # precision forced: each CPU kind runs the other kind's path too
+    ("experiment", "precision"),
+    [
+        pytest.param(e, p, marks=[pytest.mark.slow] if (e, p) in SLOW_STEPS else [], id=f"{e}-{p}")
+        for e in EXPERIMENTS
+        for p in ("fp32", "bf16")
+    ],
+)
 def test_every_experiment_runs_a_step(experiment, precision, tmp_path, request):
     composed = compose_config(f"experiment={experiment}")
     task, job = composed.task.name, composed.job._target_.rpartition(".")[2]
