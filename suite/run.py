@@ -82,16 +82,20 @@ def existing_record(run_dir: Path) -> ResultRecord | None:
 
 
 def finished(existing: ResultRecord | None, config: dict[str, Any]) -> ResultRecord | None:
-    """``existing`` if it finished ok with this very config (so a re-run skips it)."""
-    return existing if existing is not None and existing.status == "ok" and existing.config == config else None
+    """``existing`` if it finished ok with this config, but for settings that change nothing computed (so a re-run
+    skips it)."""
+    from suite.runtime.differences import same_computation
+
+    ok = existing is not None and existing.status == "ok" and same_computation(existing.config, config)
+    return existing if ok else None
 
 
 def refuse_collision(existing: ResultRecord | None, run_dir: Path, config: dict[str, Any]) -> None:
     """Raise ``SweepCollision`` when ``existing`` (``run_dir``'s record) is of another config (the same config
     resumes)."""
-    from suite.runtime.differences import config_differences
+    from suite.runtime.differences import config_differences, same_computation
 
-    if existing is None or not existing.config or existing.config == config:
+    if existing is None or not existing.config or same_computation(existing.config, config):
         return
     differences = config_differences(existing.config, config)
     raise SweepCollision(

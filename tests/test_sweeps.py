@@ -13,6 +13,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf, open_dict
 
 from suite.run import SweepCollision, execute
+from suite.runtime.differences import computed_part, same_computation
 from suite.runtime.record import RESULT_FILE, read_result
 from tests.conftest import CONF, compose_config, need_data, shrink
 
@@ -115,6 +116,41 @@ def test_the_runner_refuses_to_overwrite_another_configs_record_and_resumes_its_
         first, tmp_path, multirun=True
     )  # the same config: skipped, as a resumed sweep skips what it finished
     assert json.loads((tmp_path / RESULT_FILE).read_text())["wall_seconds"] == again.wall_seconds == record.wall_seconds
+
+
+def test_a_plan_or_a_log_setting_changes_nothing_computed_so_a_finished_run_is_skipped_not_refused(tmp_path):
+    # the capability map's plan (its grid and task settings, read by its driver) and how a run logs are not what it
+    # computes: a map whose plan grew a task resumes its finished runs
+    first = shrink(compose_config("task=long_range", "model=lstm", "task.seq_len=16"))
+    record = execute(first, tmp_path, multirun=True)
+    assert record.status == "ok", record.error
+    replanned = shrink(
+        compose_config(
+            "task=long_range",
+            "model=lstm",
+            "task.seq_len=16",
+            "+capability_map.tasks=[parity]",
+            "trainer.progress=true",
+        )
+    )
+    again = execute(replanned, tmp_path, multirun=True)
+    assert again.wall_seconds == record.wall_seconds  # skipped: the record is the first run's
+    with pytest.raises(SweepCollision, match=r"trainer.optimizer.lr"):  # what it computes still counts
+        execute(
+            shrink(compose_config("task=long_range", "model=lstm", "task.seq_len=16", "trainer.optimizer.lr=0.5")),
+            tmp_path,
+            multirun=True,
+        )
+
+
+def test_the_settings_that_change_nothing_computed_are_left_out_of_the_comparison_only():
+    saved = {"trainer": {"progress": True, "optimizer": {"lr": 1e-3}}, "capability_map": {"lrs": [1e-3]}, "seed": 0}
+    current = {"trainer": {"progress": False, "optimizer": {"lr": 1e-3}}, "seed": 0}
+    assert same_computation(saved, current)
+    assert not same_computation(saved, {**current, "seed": 1})
+    assert not same_computation(saved, {**current, "trainer": {"optimizer": {"lr": 3e-3}}})
+    assert computed_part(saved) == {"trainer": {"optimizer": {"lr": 1e-3}}, "seed": 0}
+    assert saved["trainer"]["progress"] is True and "capability_map" in saved  # the caller's config is left as it was
 
 
 SMALL_RECALL = ["task=recall", "task.seq_len=16", "task.n_train=32", "task.n_val=16", "task.n_test=16"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from suite.runtime.differences import config_differences
+from suite.runtime.differences import NOT_COMPUTED, config_differences
 from suite.runtime.record import RESULT_FILE, ResultRecord, read_result
 
 THROUGHPUT = ("train_tokens_per_s", "infer_tokens_per_s")
@@ -24,8 +24,6 @@ THROUGHPUT = ("train_tokens_per_s", "infer_tokens_per_s")
 
 Pairs = list[tuple[str, ResultRecord, ResultRecord | None]]
 
-# Settings that do not change what a run computes: two runs that differ only here are the same run.
-NOT_COMPUTED = ("data_dir", "logger", "group", "trainer.progress", "trainer.log_every", "trainer.checkpoint_every_s")
 
 
 def identity(r: ResultRecord) -> tuple:

@@ -4,6 +4,41 @@ from __future__ import annotations
 
 from typing import Any
 
+# Settings that do not change what a run computes: two runs that differ only here are the same run (a finished one is
+# skipped, not refused). ``capability_map`` is the capability map's plan (its grid, seeds and task settings), read by
+# its driver; a run's own settings are the overrides the driver gives it.
+NOT_COMPUTED = (
+    "data_dir",
+    "logger",
+    "group",
+    "trainer.progress",
+    "trainer.log_every",
+    "trainer.checkpoint_every_s",
+    "capability_map",
+)
+
+
+def computed_part(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` without the settings in ``NOT_COMPUTED`` (a dotted path names a nested key)."""
+    out = dict(config)
+    for path in NOT_COMPUTED:
+        *parents, leaf = path.split(".")
+        node = out
+        for key in parents:
+            if not isinstance(node.get(key), dict):
+                break
+            node[key] = node = dict(node[key])  # copied on the way down: the caller's config is left as it was
+        else:
+            node.pop(leaf, None)
+    return out
+
+
+def same_computation(saved: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Whether two run configurations compute the same thing (equal but for ``NOT_COMPUTED``)."""
+    if not isinstance(saved, dict) or not isinstance(current, dict):
+        return saved == current
+    return computed_part(saved) == computed_part(current)
+
 
 def config_differences(saved: Any, current: Any, prefix: str = "") -> list[str]:
     """The keys where two nested configurations differ, as 'key: saved -> current'."""

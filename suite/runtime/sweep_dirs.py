@@ -18,7 +18,7 @@ from typing import Any, Iterator, Sequence
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from suite.runtime.differences import config_differences
+from suite.runtime.differences import config_differences, same_computation
 from suite.runtime.record import RESULT_FILE, read_result
 
 
@@ -82,7 +82,7 @@ def refuse_other_record(where: Path, job: Sequence[str], cfg: DictConfig) -> Non
         saved = read_result(path).config
     except (ValueError, TypeError):
         return
-    if saved and saved != (mine := task_config(cfg)):
+    if saved and not same_computation(saved, mine := task_config(cfg)):
         differences = "; ".join(config_differences(saved, mine)[:4])
         raise SweepCollision(
             f"the job {' '.join(job)} would write into {where}, which holds the record of another configuration "
