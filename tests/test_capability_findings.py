@@ -41,6 +41,9 @@ def test_a_claim_holds_is_contradicted_or_cannot_be_judged():
     assert errs.judge(cell("transformer", "t", 1.0, 0.999)) == (AGREE, "transformer 100.0")
     assert errs.judge(cell("transformer", "t", 1.0, 1.0))[0] == DISAGREE
     assert errs.judge(cell("transformer", "t", 1.0, verdict=STILL_LEARNING))[0] == DISAGREE  # error-free as it stands
+    # an untrained model's errors are not glitches; a failed seed might have been the one that erred
+    assert errs.judge(cell("transformer", "t", 0.9, verdict=STILL_LEARNING))[0] == NOT_COMPARABLE
+    assert errs.judge(cell("transformer", "t", 1.0, None)) == (NOT_COMPARABLE, "transformer 100.0 (a seed failed)")
 
 
 def test_the_metrics_beyond_training_and_at_the_longest_length():

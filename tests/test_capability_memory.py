@@ -90,6 +90,10 @@ def test_the_keys_and_their_order_change_from_sequence_to_sequence():
             "memorization: task.generator.key_tokens must be a positive integer",
         ),
         (
+            lambda: Memorization(64, 4, key_tokens=4),
+            "memorization: n_keys=64 with key_tokens=4 spells 16,777,216 facts",
+        ),
+        (
             lambda: Memorization(2, 4, key_tokens=2).check(13),
             r"memorization: task.generator.n_keys=2 spells 4 facts with key_tokens=2, too few for a length of 13: a "
             r"sequence holds 5 distinct facts",
@@ -141,9 +145,14 @@ def test_two_token_keys_make_every_pair_a_fact_of_its_own():
 def test_one_token_keys_are_the_same_task_as_before_key_tokens():
     # k = 1 keeps the streams: the committed runs at 256 single-token facts stay the same task
     # (the keys drawn as before: ceil(L / 2) distinct ids from the example's stream, in its order)
+    # and the mapping as before: key k's value the k-th draw of the mapping's own stream
     gen = Memorization(n_keys=9, n_values=4, mapping_seed=1, key_tokens=1)
-    tokens, _ = gen.example(random.Random(3), 11)
-    assert tokens[0::2] == [1 + k for k in random.Random(3).sample(range(9), 6)]
+    tokens, targets = gen.example(random.Random(3), 11)
+    keys = [1 + k for k in random.Random(3).sample(range(9), 6)]
+    facts = random.Random("memorization:1")
+    values = {1 + k: 1 + 9 + facts.randrange(4) for k in range(9)}
+    assert tokens[0::2] == keys and tokens[1::2] == [values[k] for k in keys[:5]]
+    assert targets == [t for k in keys for t in (values[k], -1)][:11]
     assert [gen.spell(f) for f in range(9)] == [[1 + f] for f in range(9)]
 
 

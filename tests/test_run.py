@@ -179,6 +179,7 @@ EXPERIMENT_TINY = {  # their ListOps at 1-2K: thousands of expressions take from
 # Forced bf16 where the job's precision path is another experiment's too (the compression job scores in fp32 whatever
 # the trainer says; tuning trains as the train job does): in the slow set, which .ci/run runs too.
 SLOW_STEPS = {("compression", "bf16"), ("tune", "bf16")}
+assert {e for e, _ in SLOW_STEPS} <= set(EXPERIMENTS), "SLOW_STEPS names an experiment conf/experiment/ lacks"
 
 
 @pytest.mark.parametrize(  # precision forced: each CPU kind runs the other kind's path too

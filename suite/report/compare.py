@@ -25,7 +25,6 @@ THROUGHPUT = ("train_tokens_per_s", "infer_tokens_per_s")
 Pairs = list[tuple[str, ResultRecord, ResultRecord | None]]
 
 
-
 def identity(r: ResultRecord) -> tuple:
     """What a run is, whatever its folder is called: task, dataset, model and core, seed, length, job."""
     return (r.task, r.dataset, r.model, r.attention or "", r.seed, r.seq_len, r.job)

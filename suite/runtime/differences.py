@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 # Settings that do not change what a run computes: two runs that differ only here are the same run (a finished one is
-# skipped, not refused). ``capability_map`` is the capability map's plan (its grid, seeds and task settings), read by
-# its driver; a run's own settings are the overrides the driver gives it.
+# skipped, not refused). ``capability_map`` is the capability map's plan (its grid, seeds and task settings): its
+# driver gives each run its own settings as overrides; the report reads the plan's sizes and task order from the
+# records, which a grown plan keeps. ``data_dir`` is the data root: a task that reads files names its own
+# ``task.data_dir``, which counts.
 NOT_COMPUTED = (
     "data_dir",
     "logger",
@@ -33,7 +35,7 @@ def computed_part(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def same_computation(saved: dict[str, Any], current: dict[str, Any]) -> bool:
+def same_computation(saved: Any, current: Any) -> bool:
     """Whether two run configurations compute the same thing (equal but for ``NOT_COMPUTED``)."""
     if not isinstance(saved, dict) or not isinstance(current, dict):
         return saved == current

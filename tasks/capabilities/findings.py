@@ -2,7 +2,8 @@
 
 Each finding states what a paper measured (its source, setting and figures, typed from the paper as its table gives
 them) and the shape it claims as a few ``Claim`` s about our cells: a model on a task solves it (accuracy at least
-``SOLVED``), fails it (below ``FAILED``), or is perfect on every seed (an error-free run, for flip-flop). Ours agree
+``SOLVED``), fails it (below ``FAILED``), is perfect on every seed (an error-free run, for flip-flop's LSTM), or errs
+(an error on some seed of a trained model, for flip-flop's Transformer). Ours agree
 where every claim holds at a size, disagree where a cell contradicts a claim for good (a run still learning short of
 solving might yet get there; one already past failing will not go back), and are not comparable where a cell is
 missing, failed or still short of solving. The published settings differ from ours (longer sequences, GPU budgets,
@@ -61,6 +62,12 @@ class Claim:
         text = f"{name} {100 * mean:.1f}"
         perfect = min(values) == 1.0
         holds = {"solves": mean >= SOLVED, "fails": mean < FAILED, "perfect": perfect, "errs": not perfect}[self.shape]
+        if self.shape == "errs" and (cell.still_learning or cell.failed):
+            # an error of a model still learning is not a trained model's glitch, and a failed seed might have erred
+            if holds and cell.still_learning:
+                return NOT_COMPARABLE, text + " (still learning)"
+            if not holds and cell.failed:
+                return NOT_COMPARABLE, text + " (a seed failed)"
         if holds:
             return AGREE, text
         if self.shape in ("solves", "perfect") and (cell.still_learning or cell.failed):  # it could still get there

@@ -46,6 +46,8 @@ import random
 from suite.models.scan import positive_int
 from tasks.capabilities.base import Example
 
+MAX_FACTS = 1 << 22  # the facts a mapping may hold: far beyond what a model of the map's sizes can store
+
 
 class Memorization:
     """Keys each followed by its value under one fixed mapping (see the module for the layout and the ids).
@@ -68,6 +70,11 @@ class Memorization:
             raise ValueError(f"{self.name}: task.generator.mapping_seed must be an integer, got {mapping_seed!r}")
         self.n_keys, self.n_values, self.mapping_seed, self.key_tokens = n_keys, n_values, mapping_seed, key_tokens
         self.n_facts = n_keys**key_tokens
+        if self.n_facts > MAX_FACTS:  # the mapping is a table of every fact's value
+            raise ValueError(
+                f"{self.name}: n_keys={n_keys} with key_tokens={key_tokens} spells {self.n_facts:,} facts, more than "
+                f"the {MAX_FACTS:,} a mapping table holds (lower task.generator.n_keys or key_tokens)"
+            )
         self.vocab = 1 + n_keys + n_values
         # its own stream, so the facts do not move with the splits' seed or with how many examples are drawn; fact f
         # is the key spelt by f's base-K digits (for k = 1 the key id itself, the stream unchanged)
