@@ -93,11 +93,10 @@ def finished(existing: ResultRecord | None, config: dict[str, Any]) -> ResultRec
 def refuse_collision(existing: ResultRecord | None, run_dir: Path, config: dict[str, Any]) -> None:
     """Raise ``SweepCollision`` when ``existing`` (``run_dir``'s record) is of another config (the same config
     resumes)."""
-    from suite.runtime.differences import computed_part, config_differences, same_computation
+    from suite.runtime.differences import computed_differences
 
-    if existing is None or not existing.config or same_computation(existing.config, config):
+    if existing is None or not existing.config or not (differences := computed_differences(existing.config, config)):
         return
-    differences = config_differences(computed_part(existing.config), computed_part(config))
     raise SweepCollision(
         f"{run_dir / RESULT_FILE} holds the record of another configuration ({'; '.join(differences[:4])}); "
         "this sweep would overwrite it. Name the swept setting in hydra.sweep.subdir (e.g. "

@@ -13,7 +13,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf, open_dict
 
 from suite.run import SweepCollision, execute
-from suite.runtime.differences import computed_part, same_computation
+from suite.runtime.differences import computed_differences, computed_part, same_computation
 from suite.runtime.record import RESULT_FILE, read_result
 from tests.conftest import CONF, compose_config, need_data, shrink
 
@@ -150,6 +150,8 @@ def test_the_settings_that_change_nothing_computed_are_left_out_of_the_compariso
     assert not same_computation(saved, {**current, "seed": 1})
     assert not same_computation(saved, {**current, "trainer": {"optimizer": {"lr": 3e-3}}})
     assert computed_part(saved) == {"trainer": {"optimizer": {"lr": 1e-3}}, "seed": 0}
+    assert computed_differences(saved, current) == []
+    assert computed_differences(saved, {**current, "seed": 1}) == ["seed: 0 -> 1"]  # the plan and the logging unnamed
     assert saved["trainer"]["progress"] is True and "capability_map" in saved  # the caller's config is left as it was
 
 

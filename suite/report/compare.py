@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from suite.runtime.differences import NOT_COMPUTED, config_differences
+from suite.runtime.differences import computed_differences
 from suite.runtime.record import RESULT_FILE, ResultRecord, read_result
 
 THROUGHPUT = ("train_tokens_per_s", "infer_tokens_per_s")
@@ -33,7 +33,7 @@ def identity(r: ResultRecord) -> tuple:
 def config_gaps(a: ResultRecord, b: ResultRecord) -> list[str]:
     """The settings in which two runs' configurations differ ('trainer.max_steps: 30 -> 300'), those that change
     nothing computed left out."""
-    return [d for d in config_differences(a.config, b.config) if not d.split(":")[0].startswith(NOT_COMPUTED)]
+    return computed_differences(a.config, b.config)
 
 
 def records(root: Path) -> dict[str, ResultRecord]:

@@ -50,3 +50,10 @@ def config_differences(saved: Any, current: Any, prefix: str = "") -> list[str]:
             out += config_differences(saved.get(key, "<absent>"), current.get(key, "<absent>"), f"{prefix}{key}.")
         return out
     return [] if saved == current else [f"{prefix.rstrip('.')}: {saved!r} -> {current!r}"]
+
+
+def computed_differences(saved: Any, current: Any) -> list[str]:
+    """``config_differences`` of two run configurations over what they compute (none: the same run)."""
+    if not isinstance(saved, dict) or not isinstance(current, dict):
+        return config_differences(saved, current)
+    return config_differences(computed_part(saved), computed_part(current))

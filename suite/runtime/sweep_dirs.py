@@ -18,7 +18,7 @@ from typing import Any, Iterator, Sequence
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from suite.runtime.differences import computed_part, config_differences, same_computation
+from suite.runtime.differences import computed_differences
 from suite.runtime.record import RESULT_FILE, read_result
 
 
@@ -82,8 +82,8 @@ def refuse_other_record(where: Path, job: Sequence[str], cfg: DictConfig) -> Non
         saved = read_result(path).config
     except (ValueError, TypeError):
         return
-    if saved and not same_computation(saved, mine := task_config(cfg)):
-        differences = "; ".join(config_differences(computed_part(saved), computed_part(mine))[:4])
+    if saved and (found := computed_differences(saved, task_config(cfg))):
+        differences = "; ".join(found[:4])
         raise SweepCollision(
             f"the job {' '.join(job)} would write into {where}, which holds the record of another configuration "
             f"({differences}): use another hydra.sweep.dir, or name the setting in hydra.sweep.subdir"
