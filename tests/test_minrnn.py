@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from suite.models.linear_loop import LinearLoop, linear_loop
 from suite.models.minrnn import MinRecurrentEncoder, MinRNN
 from suite.models.scan import log_scan, sequential
 from tests.conftest import TINY_LONG_RANGE, compose_config
@@ -27,6 +28,42 @@ def test_the_chunked_log_scan_is_the_sequential_recurrence(chunk):
     assert torch.allclose(log_scan(log_a, log_b, None, chunk), sequential(log_a.exp(), log_b.exp()), rtol=1e-10)
 
 
+def test_the_loop_and_its_backward_are_the_recurrence_and_its_gradient():
+    gen = torch.Generator().manual_seed(3)
+    a, b, h0 = (torch.rand(*shape, generator=gen, dtype=torch.float64) for shape in ((2, 9, 3), (2, 9, 3), (2, 3)))
+    b = b - 0.5  # the loop itself takes b of either sign
+    inputs = [t.requires_grad_() for t in (a, b, h0)]
+    assert torch.autograd.gradcheck(LinearLoop.apply, inputs)
+    assert torch.allclose(LinearLoop.apply(*inputs), sequential(*inputs), rtol=1e-12, atol=0)
+
+
+def test_the_loop_gives_the_log_scans_result():
+    log_a, log_b = coefficients(3, 50, 5)
+    h0 = torch.rand(3, 5, dtype=torch.float64)
+    for start in (h0, None):
+        loop = linear_loop(log_a.exp(), log_b.exp(), start)
+        assert torch.allclose(loop, log_scan(log_a, log_b, start, 7), rtol=1e-10, atol=0)
+    low = linear_loop(log_a.exp().to(torch.bfloat16), log_b.exp().to(torch.bfloat16))
+    assert low.dtype == torch.float32  # bf16 in, the state in float32
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_the_kernels_give_the_same_layer_values_and_gradients(cell):
+    """The loop's linear coefficients against the scan's logs: the same a and b, made two ways."""
+    torch.manual_seed(0)
+    loop = MinRNN(12, cell, 1.5, chunk=8, kernel="loop").double()
+    scan = MinRNN(12, cell, 1.5, chunk=8, kernel="log").double()
+    scan.load_state_dict(loop.state_dict())
+    x, h0 = torch.randn(2, 30, 12, dtype=torch.float64), torch.rand(2, loop.inner, dtype=torch.float64)
+    results = []
+    for layer in (loop, scan):
+        out, last = layer(x, h0)
+        (out.square().sum() + last.sum()).backward()
+        results.append([out, last] + [p.grad for p in layer.parameters()])
+    for mine, theirs in zip(*results):
+        assert torch.allclose(mine, theirs, rtol=1e-9, atol=1e-12)
+
+
 def test_chunks_keep_float32_accurate_over_16k_positions():
     """Why the scan is chunked: over one 16K chunk the cumulative log-coefficient reaches about -10^4, and float32
     loses digits; chunks of 256 keep them (the carry from chunk to chunk adds a little rounding)."""
@@ -38,11 +75,12 @@ def test_chunks_keep_float32_accurate_over_16k_positions():
     assert error[256] < 1e-4 < error[None] and error[None] > 10 * error[256], error
 
 
+@pytest.mark.parametrize("kernel", ["loop", "log"])
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
 @pytest.mark.parametrize("expansion", [1.0, 1.5])
-def test_the_layer_equals_its_step_by_step_form(cell, expansion):
+def test_the_layer_equals_its_step_by_step_form(cell, expansion, kernel):
     torch.manual_seed(0)
-    layer = MinRNN(12, cell, expansion, chunk=8).double()
+    layer = MinRNN(12, cell, expansion, chunk=8, kernel=kernel).double()
     x, h0 = torch.randn(2, 30, 12, dtype=torch.float64), torch.rand(2, layer.inner, dtype=torch.float64)
     out, last = layer(x, h0)
     assert torch.allclose(out, layer.reference(x, h0), rtol=1e-9, atol=1e-12)
@@ -96,6 +134,7 @@ def test_going_on_step_by_step_is_the_full_pass(cell):
         ({"n_layers": 0}, "minGRU: n_layers must be a positive integer"),
         ({"causal": False}, "minGRU reads one way only: causal=false"),
         ({"cell": "rnn"}, "unknown cell 'rnn'"),
+        ({"kernel": "pscan"}, r"minGRU: kernel \(model.backbone.kernel\) must be one of \['auto', 'loop', 'log'\]"),
         ({"expansion": 0.01}, "inner width"),
     ],
 )

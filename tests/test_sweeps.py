@@ -155,6 +155,15 @@ def test_the_settings_that_change_nothing_computed_are_left_out_of_the_compariso
     assert saved["trainer"]["progress"] is True and "capability_map" in saved  # the caller's config is left as it was
 
 
+def test_a_scan_kernel_is_how_a_run_computes_not_what():
+    """A minGRU run made with the log-space scan (whose config had no kernel) is the same run with the loop."""
+    saved = {"model": {"backbone": {"cell": "gru", "chunk": 256}}, "seed": 0}
+    current = {"model": {"backbone": {"cell": "gru", "chunk": 256, "kernel": "loop"}}, "seed": 0}
+    assert same_computation(saved, current) and computed_differences(saved, current) == []
+    changed = {"model": {"backbone": {"cell": "lstm", "chunk": 256, "kernel": "loop"}}, "seed": 0}
+    assert computed_differences(saved, changed) == ["model.backbone.cell: 'gru' -> 'lstm'"]
+
+
 SMALL_RECALL = ["task=recall", "task.seq_len=16", "task.n_train=32", "task.n_val=16", "task.n_test=16"]
 SHORT = ["model.d_model=16", "trainer.max_steps=2", "trainer.progress=false", "logger=none"]
 

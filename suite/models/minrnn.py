@@ -3,9 +3,12 @@
     minGRU:  z_t = sigmoid(W_z x_t),  h~_t = g(W_h x_t),  h_t = (1 - z_t) h_(t-1) + z_t h~_t
     minLSTM: f_t, i_t = sigmoid(W_f x_t), sigmoid(W_i x_t) normalised to sum to one, h_t = f'_t h_(t-1) + i'_t h~_t
 
-With no h_(t-1) inside the gates, the recurrence is linear in h: training reads the whole sequence through a parallel
-scan in log space (``suite.models.scan.log_scan``; the paper's log-space form, B.3, with g(x) = x + 1/2 for x >= 0 and
-sigmoid(x) below, so h stays positive), and generation carries a state of one vector a layer. The layer's weights are
+With no h_(t-1) inside the gates, the recurrence is linear in h: training can read the whole sequence through a
+parallel scan in log space (``kernel=log``: ``suite.models.scan.log_scan``; the paper's log-space form, B.3, with
+g(x) = x + 1/2 for x >= 0 and sigmoid(x) below, so h stays positive), which a GPU wants; on a CPU the plain recurrence
+with its own backward (``kernel=loop``: ``suite.models.linear_loop``) computes the same h for a fraction of the time
+(``python -m suite.tools.scan_bench``). ``kernel=auto`` (the configs' default) takes the scan on CUDA, the loop
+elsewhere. Generation carries a state of one vector a layer. The layer's weights are
 laid out as ``mingru-pytorch``'s ``minGRU`` lays them out (one input map to hidden and gate, an output map when the
 inner width differs), so the tests can load theirs.
 
@@ -22,12 +25,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from suite.models.declaration import CAUSAL, PADDING, STEP
+from suite.models.linear_loop import linear_loop
 from suite.models.scan import log_scan, positive_int, sequential
 from suite.nn import Dropout
 from suite.runtime.precision_policy import SCAN
 from suite.types import State
 
 CELLS = ("gru", "lstm")
+KERNELS = ("auto", "loop", "log")
 
 
 def g(x: Tensor) -> Tensor:
@@ -48,41 +53,64 @@ class MinRNN(nn.Module):
         expansion: inner width H = expansion x D; an output map H -> D where H != D.
         chunk: positions the parallel scan takes at once (``suite.models.scan``).
         bias: biases on the input maps (``mingru-pytorch`` has none).
+        kernel: 'log' (the parallel scan), 'loop' (one loop over positions) or 'auto' (the scan on CUDA, else the loop).
     """
 
     def __init__(
-        self, d_model: int, cell: str = "gru", expansion: float = 1.0, chunk: int | None = 256, bias: bool = False
+        self,
+        d_model: int,
+        cell: str = "gru",
+        expansion: float = 1.0,
+        chunk: int | None = 256,
+        bias: bool = False,
+        kernel: str = "auto",
     ) -> None:
         super().__init__()
         if cell not in CELLS:
             raise ValueError(f"min{cell}: unknown cell {cell!r}; choose one of {list(CELLS)}")
         name = f"min{cell.upper()}"
+        if kernel not in KERNELS:
+            raise ValueError(f"{name}: kernel (model.backbone.kernel) must be one of {list(KERNELS)}, got {kernel!r}")
         if chunk is not None:
             positive_int(chunk, "scan chunk (model.backbone.chunk)", name)
         self.inner = int(d_model * expansion)
         positive_int(self.inner, f"inner width (expansion {expansion} x d_model {d_model})", name)
-        self.cell, self.chunk = cell, chunk
+        self.cell, self.chunk, self.kernel = cell, chunk, kernel
         gates = 2 if cell == "gru" else 3  # (hidden, gate) or (hidden, forget, input)
         self.to_hidden_and_gate = nn.Linear(d_model, gates * self.inner, bias=bias)
         self.to_out = nn.Linear(self.inner, d_model, bias=False) if self.inner != d_model else nn.Identity()
 
+    def projections(self, x: Tensor) -> tuple[Tensor, ...]:
+        """(B, L, D) -> the input maps (hidden, gate) or (hidden, forget, input), each (B, L, H), in float32 at least:
+        the recurrence needs more digits than bf16 has."""
+        projected = self.to_hidden_and_gate(x)
+        parts = 3 if self.cell == "lstm" else 2
+        return projected.to(torch.promote_types(projected.dtype, torch.float32)).chunk(parts, -1)
+
     def coefficients(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """(B, L, D) -> log a, log b (B, L, H) of h_t = a_t h_(t-1) + b_t."""
-        projected = self.to_hidden_and_gate(x)  # the scan in float32 at least: bf16 has too few digits for it
-        parts = projected.to(torch.promote_types(projected.dtype, torch.float32)).chunk(
-            3 if self.cell == "lstm" else 2, -1
-        )
         if self.cell == "gru":
-            hidden, gate = parts
+            hidden, gate = self.projections(x)
             return -F.softplus(gate), -F.softplus(-gate) + log_g(hidden)  # log(1 - z), log z + log h~
-        hidden, forget, given = parts
+        hidden, forget, given = self.projections(x)
         diff = F.softplus(-forget) - F.softplus(-given)  # log i - log f
         return -F.softplus(diff), -F.softplus(-diff) + log_g(hidden)  # log f', log i' + log h~
 
+    def linear_coefficients(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """(B, L, D) -> a, b (B, L, H), the loop's: the same numbers as ``coefficients`` without their logs."""
+        if self.cell == "gru":
+            hidden, gate = self.projections(x)
+            return torch.sigmoid(-gate), torch.sigmoid(gate) * g(hidden)  # 1 - z, z h~
+        hidden, forget, given = self.projections(x)
+        diff = F.softplus(-forget) - F.softplus(-given)  # log i - log f: f' = f / (f + i) = sigmoid(-diff)
+        return torch.sigmoid(-diff), torch.sigmoid(diff) * g(hidden)  # f', i' h~
+
     def forward(self, x: Tensor, h0: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """(B, L, D), the state before (B, H) or None -> ((B, L, D), the state after (B, H))."""
-        log_a, log_b = self.coefficients(x)
-        h = log_scan(log_a, log_b, h0, self.chunk)  # (B, L, H), float32
+        if self.kernel == "log" or (self.kernel == "auto" and x.device.type == "cuda"):
+            h = log_scan(*self.coefficients(x), h0, self.chunk)  # (B, L, H), float32
+        else:
+            h = linear_loop(*self.linear_coefficients(x), h0)
         return self.to_out(h.to(x.dtype)), h[:, -1]
 
     def reference(self, x: Tensor, h0: Tensor | None = None) -> Tensor:
@@ -105,6 +133,7 @@ class MinRecurrentEncoder(nn.Module):
         mlp_ratio: the MLP's hidden width over D (0: no MLP).
         dropout: on each block's two branches.
         chunk: the scan's chunk length.
+        kernel: 'auto', 'loop' or 'log' (``MinRNN``).
         causal: must be True (the model reads one way; a language model builds it with causal=True).
     """
 
@@ -118,13 +147,14 @@ class MinRecurrentEncoder(nn.Module):
         dropout: float = 0.0,
         chunk: int | None = 256,
         causal: bool = True,
+        kernel: str = "auto",
     ) -> None:
         super().__init__()
         if not causal:
             raise ValueError(f"min{cell.upper()} reads one way only: causal=false is not a mode it has")
         positive_int(n_layers, "n_layers", f"min{cell.upper()}")
         self.d_model, self.causal, self.bidirectional = d_model, True, False
-        self.layers = nn.ModuleList(MinRNN(d_model, cell, expansion, chunk) for _ in range(n_layers))
+        self.layers = nn.ModuleList(MinRNN(d_model, cell, expansion, chunk, kernel=kernel) for _ in range(n_layers))
         hidden = int(d_model * mlp_ratio)
         self.mlps = nn.ModuleList(
             nn.Sequential(nn.Linear(d_model, hidden), nn.GELU(), nn.Linear(hidden, d_model))

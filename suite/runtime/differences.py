@@ -8,7 +8,9 @@ from typing import Any
 # skipped, not refused). ``capability_map`` is the capability map's plan (its grid, seeds and task settings): its
 # driver gives each run its own settings as overrides; the report reads the plan's sizes and task order from the
 # records, which a grown plan keeps. ``data_dir`` is the data root: a task that reads files names its own
-# ``task.data_dir``, which counts.
+# ``task.data_dir``, which counts. ``model.backbone.kernel`` is how a scan is computed (Mamba's loop, pscan or log
+# scan; minGRU's loop or log scan): each kernel is held by the tests to the same recurrence, so a run resumed or
+# repeated with another kernel is the same run.
 NOT_COMPUTED = (
     "data_dir",
     "logger",
@@ -17,6 +19,7 @@ NOT_COMPUTED = (
     "trainer.log_every",
     "trainer.checkpoint_every_s",
     "capability_map",
+    "model.backbone.kernel",
 )
 
 

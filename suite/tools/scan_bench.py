@@ -8,12 +8,14 @@ Two tables, every row timed interleaved (median, IQR), the same weights and inpu
 1. Mamba's block with our loop over positions (``suite.models.selective_loop``, ``kernel=loop``, ``model=mamba``'s
    default) and with our log-space scan (``kernel=log``: the chunked scan on the signed parts), each against
    ``mambapy``'s block (its Blelloch ``pscan``), width 128, E = 256, N = 16;
-2. minGRU's layer: ours (the chunked scan) against ``mingru-pytorch``'s (one ``logcumsumexp`` over the whole
-   sequence), width 128; then ours again with the scan in one chunk (``chunk=null``), the peer's form.
+2. minGRU's layer, width 128, against ``mingru-pytorch``'s (one ``logcumsumexp`` over the whole sequence): ours with
+   the loop over positions (``kernel=loop``: ``suite.models.linear_loop``, the configs' choice on a CPU), with the
+   chunked log-space scan (``kernel=log``, the choice on CUDA), and with that scan in one chunk (``chunk=null``), the
+   peer's form.
 
-Then the price of the speed: each minGRU scan's largest relative error in float32 against the same scan in float64,
-on the same coefficients (ours chunks the scan so that the cumulative log-decay stays small; one ``logcumsumexp``
-over the whole sequence loses digits as the sequence grows).
+Then the price of the speed: each minGRU scan's largest relative error in float32 against the same recurrence in
+float64, on the same coefficients (the loop is the recurrence itself; ours chunks the scan so that the cumulative
+log-decay stays small; one ``logcumsumexp`` over the whole sequence loses digits as the sequence grows).
 
 ``mingru-pytorch`` is in the ``peers`` extra (and so in ``test``); a table whose package is missing says so.
 """
@@ -26,6 +28,7 @@ from typing import Callable
 import torch
 
 from suite.measure.timing import Timing
+from suite.models.linear_loop import linear_loop
 from suite.models.mamba import MambaBlock
 from suite.models.minrnn import MinRNN
 from suite.models.scan import log_scan
@@ -49,11 +52,13 @@ def mamba_pair(length: int, batch: int, width: int, kernel: str = "loop") -> dic
     return {"ours": backward_of(ours, x), "mambapy": backward_of(theirs, x)}
 
 
-def mingru_pair(length: int, batch: int, width: int, chunk: int | None = 256) -> dict[str, Callable[[], None]]:
+def mingru_pair(
+    length: int, batch: int, width: int, kernel: str, chunk: int | None = 256
+) -> dict[str, Callable[[], None]]:
     from minGRU_pytorch import minGRU
 
     theirs = minGRU(width)
-    ours = MinRNN(width, "gru", chunk=chunk)
+    ours = MinRNN(width, "gru", chunk=chunk, kernel=kernel)
     ours.load_state_dict(theirs.state_dict())
     x = torch.randn(batch, length, width)
     return {"ours": lambda: ours(x)[0].square().mean().backward(), "mingru-pytorch": backward_of(theirs, x)}
@@ -68,7 +73,8 @@ def scan_errors(lengths: list[int], width: int) -> dict[int, dict[str, float]]:
         with torch.no_grad():
             log_a, log_b = layer.coefficients(torch.randn(1, n, width))
             exact = log_scan(log_a.double(), log_b.double(), chunk=None)  # float64: ~10^-12 at 16K
-            scans = {f"ours (chunks of {layer.chunk})": log_scan(log_a, log_b, chunk=layer.chunk)}
+            scans = {"ours (the loop)": linear_loop(log_a.exp(), log_b.exp())}
+            scans[f"ours (chunks of {layer.chunk})"] = log_scan(log_a, log_b, chunk=layer.chunk)
             scans["mingru-pytorch"] = theirs(log_a, log_b)
             errors[n] = {name: ((h.double() - exact).abs() / exact.abs()).max().item() for name, h in scans.items()}
     return errors
@@ -97,8 +103,13 @@ def main(argv: list[str] | None = None) -> dict[str, dict[int, dict[str, Timing]
     pairs = (
         ("mamba, our loop", lambda n: mamba_pair(n, args.batch, args.width, "loop"), "mambapy"),
         ("mamba, our log-space scan", lambda n: mamba_pair(n, args.batch, args.width, "log"), "mambapy"),
-        ("mingru", lambda n: mingru_pair(n, args.batch, args.width), "mingru-pytorch"),
-        ("mingru with one chunk", lambda n: mingru_pair(n, args.batch, args.width, None), "mingru-pytorch"),
+        ("mingru, our loop", lambda n: mingru_pair(n, args.batch, args.width, "loop"), "mingru-pytorch"),
+        ("mingru, our log-space scan", lambda n: mingru_pair(n, args.batch, args.width, "log"), "mingru-pytorch"),
+        (
+            "mingru, the scan in one chunk",
+            lambda n: mingru_pair(n, args.batch, args.width, "log", None),
+            "mingru-pytorch",
+        ),
     )
     timings = peer_tables(pairs, args.lengths, cpu, args.warmup, args.repeats, "one layer, forward + backward", "peers")
     try:
