@@ -14,7 +14,14 @@ import pytest
 import torch
 from hydra.utils import instantiate
 
-from suite.models.based import BasedLinearAttention, SlidingWindowMixer, taylor_feature
+from suite.attention.linear import causal_sums, with_ones
+from suite.models.based import (
+    BasedLinearAttention,
+    SlidingWindowMixer,
+    one_chunk_up_to,
+    taylor_causal_sums,
+    taylor_feature,
+)
 from suite.models.mixer_stack import MixerEncoder, merge_heads, split_heads
 from suite.runtime.precision_policy import ATTENTION
 from tests.conftest import compose_config, shrink
@@ -25,7 +32,7 @@ D, H, F, WINDOW = 16, 2, 4, 5
 
 def linear(seed: int = 0) -> BasedLinearAttention:
     torch.manual_seed(seed)
-    return BasedLinearAttention(D, heads=H, feature_dim=F, chunk=8).double().eval()  # 8: several chunks, a remainder
+    return BasedLinearAttention(D, heads=H, feature_dim=F, chunk=8).double().eval()  # chunks of 8 beyond 37 positions
 
 
 def sliding(seed: int = 0) -> SlidingWindowMixer:
@@ -55,6 +62,35 @@ def test_the_linear_attention_is_the_normalised_taylor_kernel_attention():
     m, x = linear(), torch.randn(2, 29, D, dtype=torch.float64)
     with torch.no_grad():
         torch.testing.assert_close(m(x)[0], based_plainly(m, x), **EXACT)
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 8, 29])
+def test_the_kernel_inside_a_chunk_is_the_features_dot_product_values_and_gradients(chunk):
+    """Inside a chunk the sums take 1 + s + s^2 / 2 from s = q.k; the linear core's sums take the features' dot
+    product everywhere: the same sums, and the same gradients."""
+    gen = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(2, H, 29, w, generator=gen, dtype=torch.float64) for w in (F, F, 3))
+    inputs = [t.requires_grad_() for t in (q, k, v)]
+    ours = taylor_causal_sums(q, k, with_ones(v), chunk)
+    theirs = causal_sums(taylor_feature(q), taylor_feature(k), with_ones(v), chunk)
+    torch.testing.assert_close(ours, theirs, **EXACT)
+    weights = torch.randn(ours.shape, generator=gen, dtype=torch.float64)
+    mine = torch.autograd.grad((ours * weights).sum(), inputs)
+    expected = torch.autograd.grad((theirs * weights).sum(), inputs)
+    for a, b in zip(mine, expected):
+        torch.testing.assert_close(a, b, **EXACT)
+
+
+def test_a_sequence_longer_than_one_chunk_is_worth_is_taken_in_chunks_with_the_same_result():
+    m = linear()
+    limit = one_chunk_up_to(m.chunk, m.feature_dim, m.value)
+    assert m.chunk < limit < 80  # the test's lengths: one chunk below, several chunks (and a remainder) above
+    for length in (limit, 83):
+        x = torch.randn(2, length, D, dtype=torch.float64)
+        with torch.no_grad():
+            torch.testing.assert_close(m(x)[0], based_plainly(m, x), **EXACT)
+            _, prompt = m(x[:, :10])  # then the rest, in chunks at 83, after a carried state
+            torch.testing.assert_close(m(x[:, 10:], prompt, step=True)[0], based_plainly(m, x)[:, 10:], **EXACT)
 
 
 def test_the_linear_attention_equals_fla_naive_parallel_based():

@@ -9,7 +9,8 @@ github.com/HazyResearch/based, zoology's ``mixers/based.py``): a hybrid of two m
 
       y_i = sum_(j <= i) phi(q_i).phi(k_j) v_j  /  sum_(j <= i) phi(q_i).phi(k_j)
 
-  computed by the linear core's chunked causal sums (``suite.attention.linear``) and decoded from its state
+  computed in chunks (``taylor_causal_sums``: inside a chunk from s itself, between chunks through the features;
+  a sequence short enough in one chunk, where that costs less) and decoded from its state
   [S, z] = sum phi(k) [v, 1]^T, (1 + f + f^2, D / H + 1) a head, whatever the length.
 * ``SlidingWindowMixer``: softmax attention over the last ``window`` positions, the suite's ``LocalAttention`` core
   in causal mode (blocks of ``window``); decoding keeps the last ``window`` keys and values.
@@ -24,9 +25,10 @@ sharing; the fused CUDA kernels (a CPU bench). The Taylor kernel is >= 1/2, so t
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
-from suite.attention.linear import causal_sums, divided, with_ones
+from suite.attention.linear import divided, with_ones
 from suite.attention.local import LocalAttention
 from suite.models.chunked import in_float32
 from suite.models.mixer_stack import merge_heads, split_heads
@@ -49,18 +51,48 @@ def taylor_feature(x: Tensor) -> Tensor:
     return torch.cat([torch.ones_like(x[..., :1]), x, square], dim=-1)
 
 
+def taylor_causal_sums(q: Tensor, k: Tensor, v1: Tensor, chunk: int) -> Tensor:
+    """q, k (B, H, L, f), scaled so that s = q.k, values with ones v1 (B, H, L, V + 1) -> the causal sums
+    sum_(j <= i) (1 + s_ij + s_ij^2 / 2) [v_j, 1] (B, H, L, V + 1), ``chunk`` positions at a time.
+
+    Inside a chunk the kernel is taken from s itself, a (c, c) product over f numbers; only the sums carried from
+    chunk to chunk need the (1 + f + f^2)-wide features (``suite.attention.linear.causal_sums`` takes the features
+    for both), and with one chunk nothing does."""
+    length = q.size(2)
+    c = min(chunk, length)
+    extra = -length % c  # padded keys sit after every real query: the mask hides them, and their v1 rows are zero
+    q, k, v1 = (F.pad(x, (0, 0, 0, extra)).unflatten(2, (-1, c)) for x in (q, k, v1))  # (B, H, n, c, .)
+    s = q @ k.transpose(-2, -1)  # (B, H, n, c, c)
+    inside = (1 + s * (1 + 0.5 * s)).tril() @ v1
+    if q.size(2) > 1:
+        kv = taylor_feature(k).transpose(-2, -1) @ v1  # (B, H, n, F, V + 1): each chunk's sum of phi(k) [v, 1]^T
+        before = F.pad(kv.cumsum(2)[:, :, :-1], (0, 0, 0, 0, 1, 0))  # the sums over earlier chunks
+        inside = inside + taylor_feature(q) @ before
+    return inside.flatten(2, 3)[:, :, :length]
+
+
+def one_chunk_up_to(chunk: int, feature_dim: int, value: int) -> int:
+    """The longest sequence that costs less in one chunk: a position costs about L (f + V + 1) multiply-adds in one
+    chunk, c (f + V + 1) + 2 F (V + 1) in chunks of c (F = 1 + f + f^2, the sums carried between chunks)."""
+    width = value + 1
+    return chunk + 2 * (1 + feature_dim + feature_dim**2) * width // (feature_dim + width)
+
+
 @in_float32  # the sums run over every position: bf16 would round them away
 def taylor_attention(q: Tensor, k: Tensor, v: Tensor, before: Tensor | None, chunk: int) -> tuple[Tensor, Tensor]:
     """q, k (B, H, t, f), v (B, H, t, V) after the state ``before`` (B, H, F, V + 1) or None -> (y (B, H, t, V),
-    the state after them): Based's normalised causal linear attention, F = 1 + f + f^2."""
+    the state after them): Based's normalised causal linear attention, F = 1 + f + f^2. A sequence up to
+    ``one_chunk_up_to`` long is taken in one chunk, a longer one in chunks of ``chunk`` (the same sums)."""
     dtype = torch.promote_types(q.dtype, torch.float32)
     scale = q.shape[-1] ** -0.25  # on both sides: phi(q).phi(k) then holds s = q.k / sqrt(f)
-    fq, fk = taylor_feature(q.to(dtype) * scale), taylor_feature(k.to(dtype) * scale)
+    q, k = q.to(dtype) * scale, k.to(dtype) * scale
     v1 = with_ones(v.to(dtype))  # numerator and normaliser in one product
-    sums = causal_sums(fq, fk, v1, chunk)  # (B, H, t, V + 1), chunk by chunk: memory linear in t
-    state = fk.transpose(-2, -1) @ v1
+    length = q.shape[2]
+    whole = length <= one_chunk_up_to(chunk, q.shape[-1], v.shape[-1])
+    sums = taylor_causal_sums(q, k, v1, length if whole else chunk)  # (B, H, t, V + 1)
+    state = taylor_feature(k).transpose(-2, -1) @ v1  # forward only in training: the loss does not read it
     if before is not None:
-        sums, state = sums + fq @ before.to(dtype), state + before.to(dtype)
+        sums, state = sums + taylor_feature(q) @ before.to(dtype), state + before.to(dtype)
     return divided(sums), state
 
 
@@ -71,7 +103,8 @@ class BasedLinearAttention(nn.Module):
         d_model: D.
         heads: H (D / H the value width a head).
         feature_dim: f, the query/key width a head (the feature and the state grow as f^2).
-        chunk: positions the causal sums take at once (same result; memory O(L (c + F) + L / c F V)).
+        chunk: positions the causal sums take at once beyond ``one_chunk_up_to`` (same result; memory
+            O(L (c + F) + L / c F V)).
     """
 
     name = "Based"
