@@ -166,7 +166,10 @@ class SLSTMMixer(nn.Module):
         recurrent = self.recurrent.to(wx.dtype)
         out = []
         for wt in wx.unbind(1):  # unbound once: indexing wx[:, t] costs a full-size gradient a position backwards
-            rh = (h.view(batch, heads, 1, -1) @ recurrent).view(batch, heads, 4, -1).transpose(1, 2).flatten(2)
+            # a head's batch as one product, (H, B, d) x (H, d, 4d): broadcasting h (B, H, 1, d) against the weights
+            # would make their gradient a (B, H, d, 4d) tensor a position, summed over the batch afterwards
+            rh = torch.bmm(h.view(batch, heads, -1).transpose(0, 1), recurrent)  # (H, B, 4d)
+            rh = rh.view(heads, batch, 4, -1).permute(1, 2, 0, 3).flatten(2)  # (B, 4, D): i, f, z, o
             pre_i, pre_f, pre_z, pre_o = (wt + rh).unbind(1)
             log_f = F.logsigmoid(pre_f)
             m_new = torch.maximum(log_f + m, pre_i)
