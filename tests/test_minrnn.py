@@ -28,13 +28,40 @@ def test_the_chunked_log_scan_is_the_sequential_recurrence(chunk):
     assert torch.allclose(log_scan(log_a, log_b, None, chunk), sequential(log_a.exp(), log_b.exp()), rtol=1e-10)
 
 
-def test_the_loop_and_its_backward_are_the_recurrence_and_its_gradient():
+@pytest.mark.parametrize("batch", [1, 2])
+def test_the_loop_and_its_backward_are_the_recurrence_and_its_gradient(batch):
     gen = torch.Generator().manual_seed(3)
-    a, b, h0 = (torch.rand(*shape, generator=gen, dtype=torch.float64) for shape in ((2, 9, 3), (2, 9, 3), (2, 3)))
+    shapes = ((batch, 9, 3), (batch, 9, 3), (batch, 3))
+    a, b, h0 = (torch.rand(*shape, generator=gen, dtype=torch.float64) for shape in shapes)
     b = b - 0.5  # the loop itself takes b of either sign
     inputs = [t.requires_grad_() for t in (a, b, h0)]
     assert torch.autograd.gradcheck(LinearLoop.apply, inputs)
     assert torch.allclose(LinearLoop.apply(*inputs), sequential(*inputs), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_the_loops_backward_leaves_a_gradient_it_shares_with_another_branch_alone(batch):
+    """A residual sum hands one gradient tensor to both of its branches; at batch 1 its transpose is contiguous, and
+    a backward that wrote into it in place would change the other branch's gradient."""
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(batch, 7, 3, generator=gen, dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(batch, 7, 3, generator=gen, dtype=torch.float64)
+    grads = []
+    for scan in (lambda a, b: linear_loop(a, b), lambda a, b: sequential(a, b)):
+        ((x * 2 + scan(torch.sigmoid(x), x / 2)) * weights).sum().backward()
+        grads.append(x.grad.clone())
+        x.grad = None
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-12, atol=1e-12)
+
+
+def test_auto_takes_the_loop_on_a_cpu():
+    torch.manual_seed(0)
+    layers = {kernel: MinRNN(12, "gru", chunk=8, kernel=kernel).double() for kernel in ("auto", "loop", "log")}
+    for layer in layers.values():
+        layer.load_state_dict(layers["loop"].state_dict())
+    x = torch.randn(2, 30, 12, dtype=torch.float64)
+    out = {kernel: layer(x)[0] for kernel, layer in layers.items()}
+    assert torch.equal(out["auto"], out["loop"]) and not torch.equal(out["auto"], out["log"])
 
 
 def test_the_loop_gives_the_log_scans_result():

@@ -155,13 +155,28 @@ def test_the_settings_that_change_nothing_computed_are_left_out_of_the_compariso
     assert saved["trainer"]["progress"] is True and "capability_map" in saved  # the caller's config is left as it was
 
 
-def test_a_scan_kernel_is_how_a_run_computes_not_what():
-    """A minGRU run made with the log-space scan (whose config had no kernel) is the same run with the loop."""
-    saved = {"model": {"backbone": {"cell": "gru", "chunk": 256}}, "seed": 0}
-    current = {"model": {"backbone": {"cell": "gru", "chunk": 256, "kernel": "loop"}}, "seed": 0}
+TRAIN = {"_target_": "suite.jobs.train.train_job", "test": True}
+SPEED = {"_target_": "suite.jobs.speed.speed_job", "repeats": 5}
+
+
+def test_a_scan_kernel_is_how_a_training_run_computes_not_what():
+    """A minGRU run trained with the log-space scan (whose config had no kernel) is the same run with the loop."""
+    saved = {"model": {"backbone": {"cell": "gru", "chunk": 256}}, "job": TRAIN, "seed": 0}
+    current = {"model": {"backbone": {"cell": "gru", "chunk": 256, "kernel": "loop"}}, "job": TRAIN, "seed": 0}
     assert same_computation(saved, current) and computed_differences(saved, current) == []
-    changed = {"model": {"backbone": {"cell": "lstm", "chunk": 256, "kernel": "loop"}}, "seed": 0}
+    pscan = {**current, "model": {"backbone": {"cell": "gru", "chunk": 256, "kernel": "pscan"}}}
+    assert computed_differences(current, pscan) == []
+    changed = {"model": {"backbone": {"cell": "lstm", "chunk": 256, "kernel": "loop"}}, "job": TRAIN, "seed": 0}
     assert computed_differences(saved, changed) == ["model.backbone.cell: 'gru' -> 'lstm'"]
+    assert current["model"]["backbone"]["kernel"] == "loop"  # the caller's config is left as it was
+
+
+def test_a_scan_kernel_counts_where_it_is_timed_and_a_kernel_width_counts_everywhere():
+    loop, log = ({"model": {"backbone": {"kernel": k}}, "job": SPEED} for k in ("loop", "log"))
+    assert computed_differences(loop, log) == ["model.backbone.kernel: 'loop' -> 'log'"]  # what a speed job measures
+    narrow, wide = ({"model": {"backbone": {"kernel": k}}, "job": TRAIN} for k in (4, 8))  # gated_conv's width
+    assert computed_differences(narrow, wide) == ["model.backbone.kernel: 4 -> 8"]
+    assert not same_computation(narrow, wide)
 
 
 SMALL_RECALL = ["task=recall", "task.seq_len=16", "task.n_train=32", "task.n_val=16", "task.n_test=16"]

@@ -89,14 +89,14 @@ def test_slstm_equals_xlstm_vanilla_recurrence_given_the_same_weights():
     with torch.no_grad():
         m.recurrent.normal_(0, 0.3)  # zeros at init would test nothing of the heads' mixing
         m.bias.normal_(0, 1)
-    x = torch.randn(2, 13, 16, dtype=torch.float64)
+    x = torch.randn(3, 13, 16, dtype=torch.float64)  # a batch other than the heads' count: a mix-up of the two fails
     xc, _ = m.conv(x)
     wx = torch.stack([p(s) for p, s in zip(m.inputs, (xc, xc, x, x))], dim=2)  # (B, L, 4, D), gate-major like theirs
     d = 16 // 2
     # theirs: R (heads, 4 d, d) with row g d + out; ours (heads, d_in, 4 d) with column g d + out
     states, _, _ = vanilla.slstm_forward(
         wx.flatten(2).transpose(0, 1),
-        torch.zeros(4, 2, 16, dtype=torch.float64),
+        torch.zeros(4, 3, 16, dtype=torch.float64),
         m.recurrent.transpose(1, 2).detach(),
         m.bias.flatten().detach(),
         vanilla.slstm_pointwise_function_registry["slstm"],

@@ -104,7 +104,7 @@ class BasedLinearAttention(nn.Module):
         heads: H (D / H the value width a head).
         feature_dim: f, the query/key width a head (the feature and the state grow as f^2).
         chunk: positions the causal sums take at once beyond ``one_chunk_up_to`` (same result; memory
-            O(L (c + F) + L / c F V)).
+            O(L (c + F) + L / c F V)); up to it one chunk, (B, H, L, L) scores.
     """
 
     name = "Based"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 from suite.models.selective_loop import position_major
 
@@ -32,9 +33,12 @@ class LinearLoop(torch.autograd.Function):
         return h.transpose(0, 1)
 
     @staticmethod
+    @once_differentiable  # the backward's own loop is not differentiable again
     def backward(ctx, gh: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         a_, h, h0 = ctx.saved_tensors
-        (G,) = position_major(gh)  # a fresh copy: the loop below writes the whole gradient into it
+        # a copy always: the loop below writes the whole gradient into it, and at batch 1 the transpose of gh is
+        # already contiguous (``contiguous`` would hand back gh itself, which autograd may pass to another branch)
+        G = gh.transpose(0, 1).clone(memory_format=torch.contiguous_format)
         for t in range(G.shape[0] - 2, -1, -1):
             G[t].addcmul_(a_[t + 1], G[t + 1])
         before = torch.cat([h0[None], h[:-1]])  # h_(t-1) for every t
