@@ -68,6 +68,16 @@ def test_a_cell_is_every_seed_at_the_rate_seed_zero_chose_on_validation():
     assert best_rate([run("x", "t", 1e-3, 1, 0.9)]) is None  # no seed-0 run: no rate chosen
 
 
+def test_a_tie_on_validation_goes_to_the_lower_loss_then_the_lower_rate():
+    """Several rates often solve a task's validation set; the highest rate used to win every such tie."""
+    tied = [run("x", "t", 3e-3, 0, 1.0, val_loss=0.02), run("x", "t", 1e-3, 0, 1.0, val_loss=0.01)]
+    assert best_rate(tied) == 1e-3
+    assert best_rate([run("x", "t", 3e-3, 0, 1.0, val_loss=0.005), *tied[1:]]) == 3e-3  # the surer solution
+    assert best_rate([run("x", "t", lr, 0, 1.0, val_loss=0.01) for lr in (3e-4, 1e-3, 3e-3)]) == 3e-4
+    assert best_rate([run("x", "t", 3e-3, 0, 0.99, val_loss=0.001), *tied[1:]]) == 1e-3  # accuracy first
+    assert best_rate([run("x", "t", lr, 0, 1.0) for lr in (1e-3, 3e-3)]) == 1e-3  # no loss recorded: the lower rate
+
+
 def outputs_for(accuracies: dict[tuple[str, str, int], float]):
     """Per-sequence outputs matching each run's accuracy, on 400 shared test sequences of one scored position at
     length 32 and 100 at 64 (all wrong at 64: the pairing must cut them away)."""

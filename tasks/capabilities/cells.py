@@ -10,6 +10,7 @@ other seeds; the cell is that rate's runs, every seed. A cell without a finished
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
@@ -53,13 +54,16 @@ def train_length(r: ResultRecord) -> int:
 
 
 def best_rate(runs: list[ResultRecord], first_seed: int = 0) -> float | None:
-    """The rate whose ``first_seed`` run finished with the best validation accuracy (None: no such run finished)."""
+    """The rate whose ``first_seed`` run finished with the best validation accuracy (None: no such run finished).
+
+    A tie (common here: several rates solve a task's validation set) goes to the lower validation loss, the surer
+    solution, then to the lower rate; the rule once let the highest rate win every tie."""
     scored = [
-        (r.metrics["val_accuracy"], rate(r))
+        (r.metrics["val_accuracy"], -r.metrics.get("val_loss", math.inf), -rate(r), rate(r))
         for r in runs
         if r.seed == first_seed and r.status == "ok" and "val_accuracy" in r.metrics
     ]
-    return max(scored)[1] if scored else None
+    return max(scored)[-1] if scored else None
 
 
 @dataclass

@@ -7,7 +7,8 @@ jobs at a time here by default; ``hydra/launcher=slurm`` on a cluster):
 
 1. **grid**: every task at every learning rate, seed 0;
 2. **seeds**: for each task, the other seeds at the rate whose seed-0 run scored best on validation (its record's
-   ``val_accuracy``; a failed run never wins: ``tasks.capabilities.cells.best_rate``, the report's rule too);
+   ``val_accuracy``; a tie to the lower ``val_loss``, then the lower rate; a failed run never wins:
+   ``tasks.capabilities.cells.best_rate``, the report's rule too);
 3. **knobs**: for each task that ``capability_map.knobs`` names, every seed at that rate at each further value of
    its setting (``capability_stage=knob``, each value a sweep directory of its own under ``knob-<setting>-<value>``).
 
