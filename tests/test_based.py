@@ -71,9 +71,10 @@ def test_the_kernel_inside_a_chunk_is_the_features_dot_product_values_and_gradie
     gen = torch.Generator().manual_seed(2)
     q, k, v = (torch.randn(2, H, 29, w, generator=gen, dtype=torch.float64) for w in (F, F, 3))
     inputs = [t.requires_grad_() for t in (q, k, v)]
-    ours = taylor_causal_sums(q, k, with_ones(v), chunk)
+    ours, state = taylor_causal_sums(q, k, with_ones(v), chunk)
     theirs = causal_sums(taylor_feature(q), taylor_feature(k), with_ones(v), chunk)
     torch.testing.assert_close(ours, theirs, **EXACT)
+    torch.testing.assert_close(state, taylor_feature(k).transpose(-2, -1) @ with_ones(v), **EXACT)  # the whole sum
     weights = torch.randn(ours.shape, generator=gen, dtype=torch.float64)
     mine = torch.autograd.grad((ours * weights).sum(), inputs)
     expected = torch.autograd.grad((theirs * weights).sum(), inputs)
@@ -85,6 +86,7 @@ def test_a_sequence_longer_than_one_chunk_is_worth_is_taken_in_chunks_with_the_s
     m = linear()
     limit = one_chunk_up_to(m.chunk, m.feature_dim, m.value)
     assert m.chunk < limit < 80  # the test's lengths: one chunk below, several chunks (and a remainder) above
+    assert one_chunk_up_to(32, 16, 20) == 341  # the capability map's (width 80, 4 heads), as docs/baselines.md says
     for length in (limit, 83):
         x = torch.randn(2, length, D, dtype=torch.float64)
         with torch.no_grad():

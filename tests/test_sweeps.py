@@ -171,6 +171,13 @@ def test_a_scan_kernel_is_how_a_training_run_computes_not_what():
     assert current["model"]["backbone"]["kernel"] == "loop"  # the caller's config is left as it was
 
 
+def test_the_scan_kernels_left_out_are_the_models_own():
+    from suite.models import mamba, minrnn
+    from suite.runtime.differences import SCAN_KERNELS
+
+    assert SCAN_KERNELS == set(minrnn.KERNELS) | set(mamba.KERNELS)
+
+
 def test_a_scan_kernel_counts_where_it_is_timed_and_a_kernel_width_counts_everywhere():
     loop, log = ({"model": {"backbone": {"kernel": k}}, "job": SPEED} for k in ("loop", "log"))
     assert computed_differences(loop, log) == ["model.backbone.kernel: 'loop' -> 'log'"]  # what a speed job measures

@@ -51,24 +51,25 @@ def taylor_feature(x: Tensor) -> Tensor:
     return torch.cat([torch.ones_like(x[..., :1]), x, square], dim=-1)
 
 
-def taylor_causal_sums(q: Tensor, k: Tensor, v1: Tensor, chunk: int) -> Tensor:
-    """q, k (B, H, L, f), scaled so that s = q.k, values with ones v1 (B, H, L, V + 1) -> the causal sums
-    sum_(j <= i) (1 + s_ij + s_ij^2 / 2) [v_j, 1] (B, H, L, V + 1), ``chunk`` positions at a time.
+def taylor_causal_sums(q: Tensor, k: Tensor, v1: Tensor, chunk: int) -> tuple[Tensor, Tensor]:
+    """q, k (B, H, L, f), scaled so that s = q.k, values with ones v1 (B, H, L, V + 1) -> (the causal sums
+    sum_(j <= i) (1 + s_ij + s_ij^2 / 2) [v_j, 1] (B, H, L, V + 1), the state after the last position, sum phi(k)
+    [v, 1]^T (B, H, F, V + 1)), ``chunk`` positions at a time.
 
     Inside a chunk the kernel is taken from s itself, a (c, c) product over f numbers; only the sums carried from
-    chunk to chunk need the (1 + f + f^2)-wide features (``suite.attention.linear.causal_sums`` takes the features
-    for both), and with one chunk nothing does."""
+    chunk to chunk go through the (1 + f + f^2)-wide features (``suite.attention.linear.causal_sums`` takes the
+    features for both), and with one chunk only the state does."""
     length = q.size(2)
     c = min(chunk, length)
     extra = -length % c  # padded keys sit after every real query: the mask hides them, and their v1 rows are zero
     q, k, v1 = (F.pad(x, (0, 0, 0, extra)).unflatten(2, (-1, c)) for x in (q, k, v1))  # (B, H, n, c, .)
     s = q @ k.transpose(-2, -1)  # (B, H, n, c, c)
     inside = (1 + s * (1 + 0.5 * s)).tril() @ v1
+    kv = taylor_feature(k).transpose(-2, -1) @ v1  # (B, H, n, F, V + 1): each chunk's sum of phi(k) [v, 1]^T
     if q.size(2) > 1:
-        kv = taylor_feature(k).transpose(-2, -1) @ v1  # (B, H, n, F, V + 1): each chunk's sum of phi(k) [v, 1]^T
         before = F.pad(kv.cumsum(2)[:, :, :-1], (0, 0, 0, 0, 1, 0))  # the sums over earlier chunks
         inside = inside + taylor_feature(q) @ before
-    return inside.flatten(2, 3)[:, :, :length]
+    return inside.flatten(2, 3)[:, :, :length], kv.sum(2)
 
 
 def one_chunk_up_to(chunk: int, feature_dim: int, value: int) -> int:
@@ -89,8 +90,7 @@ def taylor_attention(q: Tensor, k: Tensor, v: Tensor, before: Tensor | None, chu
     v1 = with_ones(v.to(dtype))  # numerator and normaliser in one product
     length = q.shape[2]
     whole = length <= one_chunk_up_to(chunk, q.shape[-1], v.shape[-1])
-    sums = taylor_causal_sums(q, k, v1, length if whole else chunk)  # (B, H, t, V + 1)
-    state = taylor_feature(k).transpose(-2, -1) @ v1  # forward only in training: the loss does not read it
+    sums, state = taylor_causal_sums(q, k, v1, length if whole else chunk)  # state: forward only in training
     if before is not None:
         sums, state = sums + taylor_feature(q) @ before.to(dtype), state + before.to(dtype)
     return divided(sums), state

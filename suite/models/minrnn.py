@@ -80,30 +80,28 @@ class MinRNN(nn.Module):
         self.to_hidden_and_gate = nn.Linear(d_model, gates * self.inner, bias=bias)
         self.to_out = nn.Linear(self.inner, d_model, bias=False) if self.inner != d_model else nn.Identity()
 
-    def projections(self, x: Tensor) -> tuple[Tensor, ...]:
-        """(B, L, D) -> the input maps (hidden, gate) or (hidden, forget, input), each (B, L, H), in float32 at least:
-        the recurrence needs more digits than bf16 has."""
+    def gate(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """(B, L, D) -> h~'s pre-activation and u, the logit of the share of h~ in h_t (each (B, L, H)), in float32 at
+        least (the recurrence needs more digits than bf16 has): a_t = sigmoid(-u_t), b_t = sigmoid(u_t) g(h~'s)."""
         projected = self.to_hidden_and_gate(x)
-        parts = 3 if self.cell == "lstm" else 2
-        return projected.to(torch.promote_types(projected.dtype, torch.float32)).chunk(parts, -1)
+        parts = projected.to(torch.promote_types(projected.dtype, torch.float32)).chunk(
+            3 if self.cell == "lstm" else 2, -1
+        )
+        if self.cell == "gru":
+            hidden, gate = parts  # z = sigmoid(gate): u is the gate itself
+            return hidden, gate
+        hidden, forget, given = parts  # f' = f / (f + i) = sigmoid(-u) with u = log i - log f
+        return hidden, F.softplus(-forget) - F.softplus(-given)
 
     def coefficients(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """(B, L, D) -> log a, log b (B, L, H) of h_t = a_t h_(t-1) + b_t."""
-        if self.cell == "gru":
-            hidden, gate = self.projections(x)
-            return -F.softplus(gate), -F.softplus(-gate) + log_g(hidden)  # log(1 - z), log z + log h~
-        hidden, forget, given = self.projections(x)
-        diff = F.softplus(-forget) - F.softplus(-given)  # log i - log f
-        return -F.softplus(diff), -F.softplus(-diff) + log_g(hidden)  # log f', log i' + log h~
+        """(B, L, D) -> log a, log b (B, L, H) of h_t = a_t h_(t-1) + b_t (the log-space scan's)."""
+        hidden, u = self.gate(x)
+        return -F.softplus(u), -F.softplus(-u) + log_g(hidden)
 
     def linear_coefficients(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """(B, L, D) -> a, b (B, L, H), the loop's: the same numbers as ``coefficients`` without their logs."""
-        if self.cell == "gru":
-            hidden, gate = self.projections(x)
-            return torch.sigmoid(-gate), torch.sigmoid(gate) * g(hidden)  # 1 - z, z h~
-        hidden, forget, given = self.projections(x)
-        diff = F.softplus(-forget) - F.softplus(-given)  # log i - log f: f' = f / (f + i) = sigmoid(-diff)
-        return torch.sigmoid(-diff), torch.sigmoid(diff) * g(hidden)  # f', i' h~
+        hidden, u = self.gate(x)
+        return torch.sigmoid(-u), torch.sigmoid(u) * g(hidden)
 
     def forward(self, x: Tensor, h0: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """(B, L, D), the state before (B, H) or None -> ((B, L, D), the state after (B, H))."""

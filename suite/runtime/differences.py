@@ -23,7 +23,8 @@ NOT_COMPUTED = (
 # each held by the tests to the same recurrence. A trained model's figures agree to float rounding whichever ran, so
 # for a training job the choice is left out of the comparison (the capability map's minGRU runs made with the log
 # scan stay finished now that a CPU takes the loop); a timing job measures exactly that choice, and there it counts,
-# as it does for every other job. Only these names: gated_conv's ``kernel`` is its convolution's width, a number.
+# as it does for every other job. Only these names (the models' own lists: ``suite.models.minrnn.KERNELS``,
+# ``suite.models.mamba.KERNELS``; a test holds them equal): gated_conv's ``kernel`` is its convolution's width.
 SCAN_KERNELS = frozenset({"auto", "loop", "log", "pscan", "mamba_ssm"})
 TRAINING_JOB = "suite.jobs.train.train_job"
 
@@ -58,7 +59,7 @@ def computed_part(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def same_computation(saved: Any, current: Any) -> bool:
-    """Whether two run configurations compute the same thing (equal but for ``NOT_COMPUTED``)."""
+    """Whether two run configurations compute the same thing (equal but for ``computed_part``'s omissions)."""
     if not isinstance(saved, dict) or not isinstance(current, dict):
         return saved == current
     return computed_part(saved) == computed_part(current)

@@ -58,12 +58,12 @@ def best_rate(runs: list[ResultRecord], first_seed: int = 0) -> float | None:
 
     A tie (common here: several rates solve a task's validation set) goes to the lower validation loss, the surer
     solution, then to the lower rate; the rule once let the highest rate win every tie."""
-    scored = [
-        (r.metrics["val_accuracy"], -r.metrics.get("val_loss", math.inf), -rate(r), rate(r))
-        for r in runs
-        if r.seed == first_seed and r.status == "ok" and "val_accuracy" in r.metrics
-    ]
-    return max(scored)[-1] if scored else None
+    finished = [r for r in runs if r.seed == first_seed and r.status == "ok" and "val_accuracy" in r.metrics]
+    if not finished:
+        return None
+    return rate(
+        max(finished, key=lambda r: (r.metrics["val_accuracy"], -r.metrics.get("val_loss", math.inf), -rate(r)))
+    )
 
 
 @dataclass
