@@ -137,4 +137,11 @@ def test_the_figures_are_drawn(tmp_path):
     assert dict(groups[("mqar", "n_pairs", 100_000)]["lstm"].points) == {4.0: [0.25, 0.26], 8.0: [0.5],
                                                                           16.0: [0.0625, 0.0725]}  # fmt: skip
     assert knobs(records() + swept, tmp_path / "knobs.png").stat().st_size > 0
+    longer = run("lstm", "mqar", 1e-3, 0, 0.4)  # the same task along a second setting: a group of its own
+    longer.config = longer.config | {"capability_stage": "knob", "capability_knob": "seq_len",
+                                     "task": {"n_pairs": 8, "seq_len": 128}}  # fmt: skip
+    groups = knob_groups([own, *swept, longer])
+    assert set(groups) == {("mqar", "n_pairs", 100_000), ("mqar", "seq_len", 100_000)}
+    assert dict(groups[("mqar", "seq_len", 100_000)]["lstm"].points) == {32.0: [0.5], 128.0: [0.4]}
+    assert dict(groups[("mqar", "n_pairs", 100_000)]["lstm"].points)[8.0] == [0.5]  # not the longer run
     assert map_rows([], outputs_for({})) == [] and capability_map([], tmp_path / "none.png") is None

@@ -241,17 +241,19 @@ def knob_value(r: ResultRecord, path: str | None = None) -> tuple[str, float] | 
 
 def knob_groups(records: list[ResultRecord]) -> dict[tuple[str, str, int], dict[str, Series]]:
     """(task, swept setting, size) -> model -> its accuracy against the setting's value: the knob stage's runs, and
-    the map's own cell (the chosen rate's seeds, at the task's own value of the setting) beside them."""
+    the map's own cell (the chosen rate's seeds, at the task's own value of the setting) beside them. A task swept
+    along two settings (selective copying's tokens and its length) has a group for each."""
     swept = [r for r in records if is_map_run(r) and stage(r) != STAGE_MAP and knob_value(r)]
-    settings = {(r.task, size_of(r)): knob_value(r)[0] for r in swept}
-    joined = list(swept)
+    settings: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for r in swept:
+        settings[(r.task, size_of(r))].add(knob_value(r)[0])
+    joined = [(r, knob_value(r)) for r in swept]
     for (at, _, task), cell in cells(records).items():
-        if (task, at) in settings:
-            joined += [r for r in cell.runs if knob_value(r, settings[(task, at)])]
+        for setting in sorted(settings.get((task, at), ())):
+            joined += [(r, knob_value(r, setting)) for r in cell.runs if knob_value(r, setting)]
     grouped: dict[tuple[str, str, int], dict[str, Series]] = defaultdict(dict)
-    for r in joined:
+    for r, (setting, value) in joined:
         if r.status == "ok" and "accuracy" in r.metrics:
-            setting, value = knob_value(r, settings[(r.task, size_of(r))])
             series = grouped[(r.task, setting, size_of(r))].setdefault(label(r), Series(label(r)))
             series.runs.append(r)
             series.points[value].append(r.metrics["accuracy"])
