@@ -301,6 +301,25 @@ def test_variant_labels_name_only_what_differs():
         "task.k=x, trainer.lr=0.001",
     ]
     assert variant_labels([a, {**a, "seed": 5}]) == ["", ""]
+    # settings that change nothing computed (suite.runtime.differences.NOT_COMPUTED) never tell runs apart: the
+    # capability map's plan, a checkpoint interval, a training job's scan kernel; a timing job's kernel still does
+    train = {"_target_": "suite.jobs.train.train_job"}
+    planned = {
+        **a,
+        "job": train,
+        "capability_map": {"lrs": [0.001]},
+        "model": {"backbone": {"kernel": "auto", "depth": 2}},
+    }
+    grown = {
+        **a,
+        "job": train,
+        "capability_map": {"lrs": [0.0003, 0.001]},
+        "trainer": {**a["trainer"], "checkpoint_every_s": 60},
+        "model": {"backbone": {"depth": 2}},
+    }
+    assert variant_labels([planned, grown]) == ["", ""]
+    timed = [{**c, "job": {"_target_": "suite.jobs.speed.speed_job"}} for c in (planned, grown)]
+    assert variant_labels(timed) == ["model.backbone.kernel=auto", "model.backbone.kernel=unset"]
 
 
 BUILT = {  # what a model is (attention first, then recurrent) comes from its config, not its name

@@ -10,17 +10,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# Settings that do not change what a run computes, or that name it rather than configure it.
+from suite.runtime.differences import computed_part
+
+# Settings that name a run rather than configure it; those that configure it without changing what it computes
+# (``suite.runtime.differences.NOT_COMPUTED``: the capability map's plan, the logger, a training job's scan kernel)
+# are left out by ``computed_part`` first, so a run is never a variant of its twin for them.
 NOT_SETTINGS = (
     "seed",
-    "group",
     "benchmark",
-    "logger",
-    "data_dir",
     "device",
     "task.data_dir",
-    "trainer.progress",
-    "trainer.log_every",
 )
 UNSET = "unset"  # a key an older record's config lacks
 
@@ -55,7 +54,7 @@ def variant_labels(configs: list[dict[str, Any]]) -> list[str]:
     A key that some configs lack and the others set to null is no difference (older records
     lack options added since, whose null default changes nothing).
     """
-    flats = [{k: v for k, v in flatten(c).items() if is_setting(k)} for c in configs]
+    flats = [{k: v for k, v in flatten(computed_part(c)).items() if is_setting(k)} for c in configs]
     keys = sorted({k for f in flats for k in f})
     differing = [k for k in keys if len({f.get(k, "null") for f in flats}) > 1]
     return [", ".join(f"{k}={shown(k, f)}" for k in differing) for f in flats]
