@@ -21,11 +21,11 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from suite.runtime.record import RESULT_FILE
+from suite.runtime.failures import Interrupted
+from suite.runtime.record import RESULT_FILE, read_result
 
 KEPT = (RESULT_FILE, "run.log", "predictions_*.jsonl")
 LEDGERS = ("durations.jsonl",)
-UNFINISHED = "interrupted"
 
 
 @dataclass
@@ -44,13 +44,12 @@ class Kept:
         )
 
 
-def _copy_if_changed(source: Path, target: Path) -> bool:
-    """Copy ``source`` to ``target`` unless it is there with the same bytes; whether it copied."""
+def _copy_if_changed(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target`` unless it is there with the same bytes."""
     if target.is_file() and filecmp.cmp(source, target, shallow=False):
-        return False
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(source, target)
-    return True
 
 
 def run_files(run_dir: Path) -> list[Path]:
@@ -69,10 +68,10 @@ def keep(sweep: Path, into: Path) -> Kept:
         run_dir = record.parent
         relative = run_dir.relative_to(sweep)
         try:
-            status = json.loads(record.read_text()).get("status")
-        except json.JSONDecodeError as err:
+            status = read_result(record).status
+        except (json.JSONDecodeError, TypeError, ValueError) as err:
             raise ValueError(f"{record} is not a readable result record: {err}") from err
-        if status == UNFINISHED:
+        if status == Interrupted.status:
             kept.unfinished.append(relative)
             continue
         kept_record = into / relative / RESULT_FILE

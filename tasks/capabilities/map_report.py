@@ -243,14 +243,13 @@ def knob_groups(records: list[ResultRecord]) -> dict[tuple[str, str, int], dict[
     """(task, swept setting, size) -> model -> its accuracy against the setting's value: the knob stage's runs, and
     the map's own cell (the chosen rate's seeds, at the task's own value of the setting) beside them. A task swept
     along two settings (selective copying's tokens and its length) has a group for each."""
-    swept = [r for r in records if is_map_run(r) and stage(r) != STAGE_MAP and knob_value(r)]
+    joined = [(r, value) for r in records if is_map_run(r) and stage(r) != STAGE_MAP and (value := knob_value(r))]
     settings: dict[tuple[str, int], set[str]] = defaultdict(set)
-    for r in swept:
-        settings[(r.task, size_of(r))].add(knob_value(r)[0])
-    joined = [(r, knob_value(r)) for r in swept]
+    for r, (setting, _) in joined:
+        settings[(r.task, size_of(r))].add(setting)
     for (at, _, task), cell in cells(records).items():
         for setting in sorted(settings.get((task, at), ())):
-            joined += [(r, knob_value(r, setting)) for r in cell.runs if knob_value(r, setting)]
+            joined += [(r, value) for r in cell.runs if (value := knob_value(r, setting))]
     grouped: dict[tuple[str, str, int], dict[str, Series]] = defaultdict(dict)
     for r, (setting, value) in joined:
         if r.status == "ok" and "accuracy" in r.metrics:
