@@ -10,6 +10,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
+
 from suite.runtime.record import RESULT_FILE, ResultRecord
 from tasks.capabilities.map import (
     LEDGER,
@@ -18,6 +20,7 @@ from tasks.capabilities.map import (
     command,
     knob_commands,
     map_seconds,
+    only_knobs,
     read_map,
     run_env,
     timed,
@@ -82,6 +85,18 @@ def test_the_knob_stage_runs_every_seed_at_the_chosen_rate_a_directory_a_value(t
         assert f"capability_stage=knob capability_knob=seq_len task.seq_len={value}" in command_line
         assert "task.seq_len=64" not in command_line  # the task's own value in the map gives way to the knob's
     assert knob_commands(Sized("mamba2", 100_000, 80, 102_380), m, "parity", 3e-3, []) == []
+
+
+def test_the_knob_stage_narrows_to_the_settings_named_and_refuses_one_no_task_has(tmp_path):
+    knobs = {"selective_copying": {"n_tokens": [4, 16], "seq_len": [256]}, "mqar": {"n_pairs": [4]}}
+    m = MapConfig(**{**a_map(tmp_path).__dict__, "knobs": knobs})
+    assert only_knobs(m, ["seq_len"]).knobs == {"selective_copying": {"seq_len": [256]}}
+    assert only_knobs(m, ["n_pairs", "n_tokens"]).knobs == {
+        "selective_copying": {"n_tokens": [4, 16]},
+        "mqar": {"n_pairs": [4]},
+    }
+    with pytest.raises(SystemExit, match=r"\['depth'\].*\['n_pairs', 'n_tokens', 'seq_len'\]"):
+        only_knobs(m, ["depth", "seq_len"])
 
 
 def test_the_ledger_sums_each_commands_wall_time_over_sessions(tmp_path):

@@ -18,6 +18,7 @@ finished one: a killed map resumes by running the same command. Each command's w
 
     python -m tasks.capabilities.map --dry-run
     python -m tasks.capabilities.map --models lstm mamba2 --tasks parity mqar --sizes 100000
+    python -m tasks.capabilities.map --models mamba --tasks selective_copying --knobs seq_len
 """
 
 from __future__ import annotations
@@ -134,6 +135,19 @@ def knob_commands(
     return out
 
 
+def only_knobs(m: MapConfig, settings: Sequence[str]) -> MapConfig:
+    """``m`` with its knob stage narrowed to ``settings`` (``seq_len``: selective copying's length, not its tokens);
+    a setting that no task's knobs name is refused, naming those there are."""
+    named = {setting for task_knobs in (m.knobs or {}).values() for setting in task_knobs}
+    unknown = sorted(set(settings) - named)
+    if unknown:
+        raise SystemExit(f"capability map: no task's knobs name {unknown}; capability_map.knobs has {sorted(named)}")
+    knobs = {
+        task: {k: v for k, v in task_knobs.items() if k in settings} for task, task_knobs in (m.knobs or {}).items()
+    }
+    return dataclasses.replace(m, knobs={task: task_knobs for task, task_knobs in knobs.items() if task_knobs})
+
+
 def run_env(env: Mapping[str, str], jobs: int) -> dict[str, str]:
     """``env`` for the map's runs: Python's bytecode cache on (where the machine sets PYTHONDONTWRITEBYTECODE, every one
     of the map's thousands of processes would compile torch's and the suite's modules again; the Makefile's targets
@@ -175,8 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the plan and the grid's commands; run nothing")
     parser.add_argument("--jobs", type=int, default=2, help="jobs at a time (joblib; default 2, a job a core here)")
     parser.add_argument("--no-knobs", action="store_true", help="leave out the knob stage")
+    parser.add_argument("--knobs", nargs="+", metavar="SETTING", help="only these settings' knobs (e.g. seq_len)")
     args, extra = parser.parse_known_args(argv)
     m = read_map(extra)
+    if args.knobs:  # a Hydra override of capability_map.knobs merges into the map's, so it cannot narrow them
+        m = only_knobs(m, args.knobs)
     models, tasks, sizes = args.models or m.models, args.tasks or m.tasks, args.sizes or m.sizes
     unknown = sorted(set(models) - set(m.models)) + sorted(set(tasks) - set(m.tasks))
     if unknown:
