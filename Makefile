@@ -17,6 +17,11 @@ RUNS ?= $(BENCH_DIR)
 # threads). Speed points run alone on their core: on two threads of a 2-core VM a point moves far
 # more from one process to the next (docs/measurement.md).
 PAR := OMP_NUM_THREADS=1
+# The tests run one thread each (tests/conftest.py), so one pytest-xdist worker a core; the suite.run
+# processes tests start get one thread too, so that two workers never crowd one core with OpenMP
+# threads waiting on each other (nproc: the cores this process may use). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= $(shell nproc)
+PYTEST := $(PAR) $(PYTHON) -m pytest -q --durations=20 -n $(TEST_WORKERS)
 # Byte-compiled modules: the install compiles none of torch's 5 GB (--no-compile), and every command
 # here caches what it imports under .venv/pycache, so the first process compiles and the others read.
 # (An environment that sets PYTHONDONTWRITEBYTECODE=1 would otherwise have every process compile its
@@ -115,7 +120,7 @@ data: install fashion-mnist ## Prepare data/ from ../shared/data (links) and Fas
 	$(PYTHON) -m suite.data.datadir --source $(SHARED_DATA)
 
 test: data lint docs browser ## Run the tests (fast set; a few minutes), after the lint and the documentation build
-	$(PYTHON) -m pytest -m "not slow" -q --durations=20
+	$(PYTEST) -m "not slow"
 
 lint: install ## ruff: lint and format check (line length 120; `ruff format .` applies the format)
 	$(VENV)/bin/ruff check .
@@ -128,7 +133,7 @@ docs: install ## The documentation site from docs/ into site/ (MkDocs + Material
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 test-slow: data ## Run the slower checks (marker 'slow')
-	$(PYTHON) -m pytest -m slow -q --durations=20
+	$(PYTEST) -m slow
 
 bench: data ## The quick benchmark (its time per CPU kind: docs/benchmark.md): every task, speed and accuracy against length, attention variants, compression, language models; the report in results/quick/
 	@mkdir -p $(BENCH_DIR) && date +%s > $(BENCH_DIR)/.started
