@@ -11,9 +11,8 @@ from suite.runtime.keep import keep, main
 from suite.runtime.record import ResultRecord
 
 
-def _record(status: str, loss: float = 1.0) -> str:
-    r = ResultRecord(status=status, task="parity", dataset="parity", model="lstm", seed=0, metrics={"loss": loss})
-    return json.dumps(r.__dict__)
+def _record(status: str, loss: float = 1.0) -> ResultRecord:
+    return ResultRecord(status=status, task="parity", dataset="parity", model="lstm", seed=0, metrics={"loss": loss})
 
 
 def _run(sweep: Path, relative: str, status: str, loss: float = 1.0) -> Path:
@@ -21,7 +20,7 @@ def _run(sweep: Path, relative: str, status: str, loss: float = 1.0) -> Path:
     (run_dir / "checkpoints").mkdir(parents=True)
     (run_dir / "checkpoints" / "last.pt").write_bytes(b"weights")
     (run_dir / "wandb").mkdir()
-    (run_dir / "result.json").write_text(_record(status, loss))
+    _record(status, loss).write(run_dir)
     (run_dir / "run.log").write_text(f"{relative} log\n")
     (run_dir / "predictions_test.jsonl").write_text('{"right": 3}\n')
     return run_dir
@@ -52,9 +51,9 @@ def test_finished_runs_keep_their_records_at_their_paths(sweep: Path, tmp_path: 
 def test_a_second_call_copies_only_what_changed(sweep: Path, tmp_path: Path) -> None:
     into = tmp_path / "kept"
     keep(sweep, into)
-    (sweep / "mqar-gru-s0" / "result.json").write_text(_record("ok"))  # the interrupted run resumed
+    _record("ok").write(sweep / "mqar-gru-s0")  # the interrupted run resumed
     (sweep / "parity-lstm-s0" / "run.log").write_text("rerun\n")
-    (sweep / "parity-lstm-s0" / "result.json").write_text(_record("ok", loss=0.5))
+    _record("ok", loss=0.5).write(sweep / "parity-lstm-s0")
     with (sweep / "knob-n_pairs-4/mqar-lstm-s0" / "run.log").open("a") as log:
         log.write("already finished with this config\n")  # a later sweep skipping it: not a change to keep
     with (sweep / "durations.jsonl").open("a") as ledger:
