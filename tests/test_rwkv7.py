@@ -5,6 +5,7 @@ score paths (products of decayed rows; the (C, C, K) decays past ``SPAN``), carr
 ``fla``'s ``dplr_recurrence`` (the ``peers`` extra); the mixer equals RWKV-7's time mixing written a head and a
 position at a time from its own weights. ``tests/test_backbone_contract.py`` holds ``model=rwkv7`` to its
 declarations (step by step equal to the full pass, the state size, forced fp32 and bf16, a short training run).
+Its transitions' eigenvalues lie where its docstring says: negative ones reachable, -1 not.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import torch.nn.functional as F
 
 from suite.models import chunked_dplr
 from suite.models.chunked_dplr import chunk_dplr, recurrent_dplr
-from suite.models.rwkv7 import RWKV7Mixer
+from suite.models.mixer_stack import split_heads
+from suite.models.rwkv7 import FASTEST, RWKV7Mixer
 
 TOL = dict(atol=1e-10, rtol=1e-10)  # float64
 
@@ -79,19 +81,30 @@ def test_dplr_equals_fla_naive_recurrence():
     torch.testing.assert_close(s, their_state, atol=2e-5, rtol=1e-4)
 
 
+def gates(m: RWKV7Mixer, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """RWKV-7's r, w (the decay), k, v, a (the in-context rate), the gate, kk (the removal key before it is normalised
+    a head) and the key, each (B, L, D), as its paper writes them, from the mixer's weights."""
+    shifted = F.pad(x, (0, 0, 1, 0))[:, : x.shape[1]]
+    mixed = {n: x + (shifted - x) * m.mu[n] for n in m.mu}
+    k = m.k(mixed["k"])
+    d_w = m.w0 + m.w_map[1](torch.tanh(m.w_map[0](mixed["w"])))
+    a = torch.sigmoid(m.a0 + m.a_map(mixed["a"]))
+    return {
+        "r": m.r(mixed["r"]),
+        "w": torch.exp(-torch.exp(-F.softplus(-d_w) - 0.5)),  # in (e^-0.61, 1)
+        "v": m.v(mixed["v"]),
+        "a": a,
+        "gate": m.g_map[1](torch.sigmoid(m.g_map[0](mixed["g"]))),
+        "kk": k * m.k_k,
+        "key": k * (1 + (a - 1) * m.k_a),
+    }
+
+
 def rwkv7_plainly(m: RWKV7Mixer, x: torch.Tensor) -> torch.Tensor:
     """RWKV-7's time mixing as its paper writes it, a head and a position at a time, from the mixer's weights."""
     B, L, D = x.shape
     H, d = m.heads, D // m.heads
-    shifted = F.pad(x, (0, 0, 1, 0))[:, :L]
-    mixed = {n: x + (shifted - x) * m.mu[n] for n in m.mu}
-    r, k, v = m.r(mixed["r"]), m.k(mixed["k"]), m.v(mixed["v"])
-    d_w = m.w0 + m.w_map[1](torch.tanh(m.w_map[0](mixed["w"])))
-    w = torch.exp(-torch.exp(-F.softplus(-d_w) - 0.5))  # the decay, in (e^-0.61, 1)
-    a = torch.sigmoid(m.a0 + m.a_map(mixed["a"]))
-    gate = m.g_map[1](torch.sigmoid(m.g_map[0](mixed["g"])))
-    kk = k * m.k_k
-    key = k * (1 + (a - 1) * m.k_a)
+    r, w, v, a, gate, kk, key = (gates(m, x)[n] for n in ("r", "w", "v", "a", "gate", "kk", "key"))
     out = torch.zeros(B, L, D, dtype=x.dtype)
     for b in range(B):
         for h in range(H):
@@ -117,6 +130,40 @@ def test_rwkv7_is_its_recurrence():
     x = torch.randn(2, 21, 16, dtype=torch.float64)
     with torch.no_grad():
         torch.testing.assert_close(m(x)[0], rwkv7_plainly(m, x), atol=1e-9, rtol=1e-9)
+
+
+def transitions(m: RWKV7Mixer, x: torch.Tensor) -> torch.Tensor:
+    """The mixer's transitions diag(w_t) - k^_t^T (a_t * k^_t) a head, (B, L, H, d, d), from its own gates."""
+    g = gates(m, x)
+    w, a = (split_heads(g[n], m.heads) for n in ("w", "a"))  # (B, H, L, d)
+    kk = F.normalize(split_heads(g["kk"], m.heads), dim=-1)
+    return (torch.diag_embed(w) - kk[..., :, None] * (a * kk)[..., None, :]).transpose(1, 2)
+
+
+def test_rwkv7_transitions_take_negative_eigenvalues_but_never_minus_one():
+    """Grazzi et al. 2024: a linear RNN tracks parity only with a negative eigenvalue in its transitions, and their
+    construction flips the state with one at -1. RWKV-7's transition is similar to diag(w) - z z^T with
+    z = sqrt(a) * k^ (a > 0), so its eigenvalues are real and in [min w - |z|^2, max w), inside (FASTEST - 1, 1) since
+    |k^| = 1 and a < 1: negative ones are reachable, -1 is not. The fastest decay and the full rate reach the bound."""
+    torch.manual_seed(5)
+    x = torch.randn(3, 11, 16, dtype=torch.float64)
+    m = RWKV7Mixer(16, heads=2, rank=4).double()
+    with torch.no_grad():
+        lowest_at_init = torch.linalg.eigvals(transitions(m, x)).real.min()
+        for p in m.parameters():  # anywhere training might take them
+            p.normal_(0, 3)
+        eig = torch.linalg.eigvals(transitions(m, x))
+        m.w0.fill_(40.0)  # softplus(-w0) -> 0: every key dimension at the fastest decay, e^(-e^-0.5)
+        m.a0.fill_(40.0)  # a -> 1: the whole of the state along k^ removed
+        m.w_map[1].weight.zero_()
+        m.a_map[1].weight.zero_()
+        extreme = torch.linalg.eigvals(transitions(m, x))
+    assert lowest_at_init > 0  # RWKV-LM's initialisation starts with none negative
+    for e in (eig, extreme):
+        assert e.imag.abs().max() < 1e-9
+        assert e.real.min() >= FASTEST - 1 - 1e-9 and e.real.max() < 1
+    assert eig.real.min() < 0
+    torch.testing.assert_close(extreme.real.min(), torch.tensor(FASTEST - 1, dtype=torch.float64), atol=1e-9, rtol=0)
 
 
 @pytest.mark.parametrize(

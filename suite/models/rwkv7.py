@@ -12,12 +12,19 @@ sigmoid(x G1) G2; k^ = normalise(k * k_k) a head, the key k * (1 + (a - 1) k_a);
 (``suite.models.chunked_dplr``: chunked for training, the recurrence for decoding); a layer norm a head; plus the
 bonus (r_t . (k_t * r_k)) v_t a head; times the gate; the output map.
 
+The transition diag(w) - k^^T (a * k^) is similar to diag(w) - z z^T with z = sqrt(a) * k^ (a > 0), a symmetric
+matrix: its eigenvalues are real and lie in [min w - |z|^2, max w), so in (FASTEST - 1, 1), since w > FASTEST,
+|k^| = 1 and a < 1. A negative eigenvalue is reachable (down to about -0.45), the -1 with which Grazzi et al. 2024
+flip a state for parity is not (tests/test_rwkv7.py).
+
 Not here: the value residual from the first layer (v mixed towards layer 0's v: it needs a tensor passed between
 layers, which the shared stack does not carry), the channel-mixing block's token shift and squared ReLU (the stack's
 GELU MLP instead), and the initialisations that depend on the layer's depth (every layer gets layer 0's).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -32,6 +39,7 @@ from suite.types import State
 CHUNK = 16  # a chunk's scores cost C^2 K (a decay a key dimension)
 SHIFTED = ("r", "w", "k", "v", "a", "g")
 POWERS = {"r": 0.2, "w": 0.9, "k": 0.7, "v": 0.7, "a": 0.9, "g": 0.2}  # RWKV-LM's token-shift initialisation
+FASTEST = math.exp(-math.exp(-0.5))  # the fastest decay a position: w = exp(g) with g > -e^-0.5
 
 
 def low_rank(d_model: int, rank: int, out: int) -> nn.Sequential:
