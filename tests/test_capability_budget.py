@@ -60,6 +60,13 @@ def test_each_task_is_estimated_from_the_same_models_runs_of_it_alone():
     assert table[0]["s a run"] == "47" and table[0]["hours of a core"] == f"{140 / 3600:.2f}"
 
 
+def test_a_variant_plans_its_own_tasks_alone():
+    plan = dataclasses.replace(PLAN, variants={"lstm_variant": ["parity"]})
+    lines = {(line.model, line.size): line for line in budget([timed(run("lstm", "parity", 1e-3, 0, 0.6), 10.0)], plan)}
+    assert lines[("lstm_variant", 100_000)].planned == {"parity": 5} and lines[("lstm_variant", 400_000)].to_go == 5
+    assert lines[("lstm", 100_000)].to_go == 5 + 11 - 1  # the models keep every task
+
+
 def test_a_missing_run_directory_is_named(tmp_path):
     with pytest.raises(SystemExit, match="no such run directory.*nowhere"):
         main([str(tmp_path / "nowhere")])

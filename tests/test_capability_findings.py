@@ -79,6 +79,15 @@ def test_at_least_seven_findings_each_with_source_setting_figures_and_claims():
         assert all(c.shape in ("solves", "fails", "perfect", "errs") for c in f.claims)
 
 
+def test_every_claim_names_a_model_or_variant_of_the_map_on_a_task_it_runs():
+    from tasks.capabilities.map import read_map
+
+    m = read_map()
+    for f in FINDINGS:
+        for c in f.claims:
+            assert c.model in m.everyone and c.task in m.tasks_of(c.model), (f.name, c.model, c.task)
+
+
 def test_the_report_has_a_row_a_finding_judged_from_the_maps_cells():
     from tasks.capabilities.map_report import findings_rows
     from tests.test_capability_report import records

@@ -74,6 +74,19 @@ def test_the_map_reads_its_plan_from_the_experiment():
     assert len(m.lrs) >= 3 and m.sweep_dir.name == "capabilities"
 
 
+def test_a_variant_runs_its_own_tasks_alone_after_the_models(tmp_path):
+    m = MapConfig(**{**a_map(tmp_path).__dict__, "variants": {"deltanet_negative": ["parity", "s5"]}})
+    assert m.everyone == ["mamba2", "deltanet_negative"]
+    assert m.tasks_of("deltanet_negative") == ["parity", "s5"] and m.tasks_of("mamba2") == m.tasks
+    assert m.tasks_of("deltanet_negative", ["mqar", "s5"]) == ["s5"]  # --tasks narrows a variant's tasks too
+    assert read_map().tasks_of("deltanet_negative") == ["parity", "sum_mod_5", "a4"]  # the experiment's variant
+
+
+def test_a_variant_naming_a_task_the_map_lacks_is_refused():
+    with pytest.raises(SystemExit, match=r"variants names tasks the map does not have: \{'lstm': \['nope'\]\}"):
+        read_map(["+capability_map.variants.lstm=[parity,nope]"])
+
+
 def test_the_knob_stage_runs_every_seed_at_the_chosen_rate_a_directory_a_value(tmp_path):
     m = a_map(tmp_path)
     m = MapConfig(**{**m.__dict__, "knobs": {"mqar": {"seq_len": [32, 128]}}})

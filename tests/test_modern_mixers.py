@@ -58,7 +58,7 @@ def delta_plainly(m: DeltaNetMixer, x: torch.Tensor) -> torch.Tensor:
     the short convolution's own test is the contract's step-by-step check)."""
     q, k, v = (conv(proj(x))[0] for proj, conv in zip((m.q_proj, m.k_proj, m.v_proj), m.convs))
     H, dk, dv = m.heads, m.key // m.heads, m.value // m.heads
-    beta = torch.sigmoid(m.b_proj(x))
+    beta = m.beta_scale * torch.sigmoid(m.b_proj(x))
     decay = torch.exp(-torch.exp(m.A_log) * F.softplus(m.a_proj(x) + m.dt_bias)) if m.gated else torch.ones_like(beta)
     out = torch.zeros(x.shape[0], x.shape[1], m.value)
     for b in range(x.shape[0]):
@@ -76,13 +76,21 @@ def delta_plainly(m: DeltaNetMixer, x: torch.Tensor) -> torch.Tensor:
     return m.o_proj(out)
 
 
-@pytest.mark.parametrize("gated", [False, True], ids=["DeltaNet", "Gated DeltaNet"])
-def test_deltanet_is_its_recurrence(gated):
+@pytest.mark.parametrize(
+    "gated, beta_scale",
+    [(False, 1.0), (True, 1.0), (False, 2.0)],
+    ids=["DeltaNet", "Gated DeltaNet", "DeltaNet [-1, 1]"],
+)
+def test_deltanet_is_its_recurrence(gated, beta_scale):
+    """Also with beta up to 2 (Grazzi et al.'s eigenvalues in (-1, 1]): the WY form's triangular solve is exact for any
+    beta, and some of beta here is past 1, where the transition's eigenvalue 1 - beta is negative."""
     torch.manual_seed(1)
-    m = DeltaNetMixer(16, heads=2, gated=gated, chunk=8).eval()
+    m = DeltaNetMixer(16, heads=2, gated=gated, chunk=8, beta_scale=beta_scale).eval()
     x = torch.randn(2, 19, 16)
     with torch.no_grad():
         torch.testing.assert_close(m(x)[0], delta_plainly(m, x), **TOL)
+        beta = m.beta_scale * torch.sigmoid(m.b_proj(x))
+    assert (beta > 1).any() == (beta_scale == 2.0) and (beta < 2).all()
 
 
 def gla_plainly(m: GLAMixer, x: torch.Tensor) -> torch.Tensor:
@@ -144,6 +152,7 @@ def test_the_output_does_not_depend_on_the_chunk(mixer):
         (lambda: GLAMixer(32, heads=0), "GLA: heads"),
         (lambda: DeltaNetMixer(32, expand_v=0.3), "DeltaNet: expand_v"),
         (lambda: DeltaNetMixer(32, gated=True, d_conv=0), "Gated DeltaNet: d_conv"),
+        (lambda: DeltaNetMixer(32, beta_scale=2.5), r"DeltaNet: beta_scale = 2.5 must be in \(0, 2\]"),
         (lambda: RetentionMixer(32, form="recurrent"), "RetNet: form"),
         (lambda: MixerEncoder(32, lambda d: GLAMixer(d), causal=False), "GLA reads one way only"),
         (lambda: MixerEncoder(32, lambda d: GLAMixer(d), n_layers=0), "n_layers"),

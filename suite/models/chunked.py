@@ -156,7 +156,7 @@ def chunk_delta(
     chunk: int = 64,
 ) -> tuple[Tensor, Tensor]:
     """The (gated) delta rule in chunks, WY form: q, k (B, H, L, K) (k of unit length keeps the state bounded),
-    v (B, H, L, V), beta (B, H, L) in [0, 1], g (B, H, L) log decays or None (no decay), h0 (B, H, K, V) or None
+    v (B, H, L, V), beta (B, H, L) in [0, 2], g (B, H, L) log decays or None (no decay), h0 (B, H, K, V) or None
     -> (o (B, H, L, V), the state after the last position (B, H, K, V)), float32."""
     q, k, v, beta = _float(q, k, v, beta)
     g = torch.zeros_like(beta) if g is None else g.to(q.dtype)

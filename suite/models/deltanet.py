@@ -3,13 +3,17 @@ DeltaNet (Yang, Kautz and Hatamizadeh 2025, "Gated Delta Networks"): linear atte
 towards each new value at its key (the delta rule), not only added to; the gated form also decays it.
 
 A mixer, laid out as ``fla``'s ``DeltaNet`` and ``GatedDeltaNet`` with their defaults: q, k, v each through a short
-causal convolution and SiLU, q and k of unit length a head, beta_t = sigmoid(W_beta x_t) a head;
+causal convolution and SiLU, q and k of unit length a head, beta_t = c sigmoid(W_beta x_t) a head;
 
     S_t = alpha_t (I - beta_t k_t^T k_t) S_(t-1) + beta_t k_t^T v_t,   o_t = (q_t / sqrt(d_k)) S_t
 
 with alpha_t = 1 (DeltaNet) or, gated, alpha_t = exp(-exp(A_log) softplus(W_a x_t + dt_bias)) a head (Mamba-2's
 decay); then an RMSNorm a head (times SiLU of an output gate when gated), and o_proj. Training runs the chunked WY
 form (``suite.models.chunked.chunk_delta``), decoding the recurrence.
+
+The transition I - beta_t k_t^T k_t (|k_t| = 1) has the eigenvalue 1 - beta_t along k_t and 1 elsewhere. ``fla``'s
+DeltaNet takes c = 1, so its eigenvalues are in (0, 1]; c = 2 (``beta_scale``) gives Grazzi et al. 2024's extended
+range (-1, 1], a reflection at beta_t = 2, which their paper finds needed for parity (``conf/model/deltanet_negative``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class DeltaNetMixer(nn.Module):
         expand_k, expand_v: key and value widths over D (each a whole multiple of H).
         d_conv: the short convolutions' width (1: no mixing over time).
         gated: Gated DeltaNet (a decay a head and an output gate) or DeltaNet.
+        beta_scale: c, beta's largest value: 1 (fla's; eigenvalues in (0, 1]) up to 2 (in (-1, 1]).
         chunk: positions the chunked form takes at once (32 was faster than 64 and 128 here, at every length).
     """
 
@@ -53,9 +58,16 @@ class DeltaNetMixer(nn.Module):
         d_conv: int = 4,
         gated: bool = False,
         chunk: int = CHUNK,
+        beta_scale: float = 1.0,
     ) -> None:
         super().__init__()
         self.name = "Gated DeltaNet" if gated else "DeltaNet"
+        if not 0 < beta_scale <= 2:  # past 2 an eigenvalue falls below -1 and the state can grow without bound
+            raise ValueError(
+                f"{self.name}: beta_scale = {beta_scale} must be in (0, 2] (model.backbone.mixer.beta_scale: 1 keeps "
+                "the transition's eigenvalues in (0, 1], 2 in (-1, 1])"
+            )
+        self.beta_scale = beta_scale
         widths = head_widths(d_model, heads, {"expand_k": expand_k, "expand_v": expand_v}, self.name)
         positive_int(d_conv, "d_conv (model.backbone.mixer)", self.name)
         self.chunk = positive_int(chunk, "chunk (model.backbone.mixer)", self.name)
@@ -85,7 +97,7 @@ class DeltaNetMixer(nn.Module):
             y, after[f"conv_{name}"] = conv(proj(x), state[f"conv_{name}"] if state else None)
             parts.append(split_heads(y.float(), self.heads))
         q, k, v = F.normalize(parts[0], dim=-1), F.normalize(parts[1], dim=-1), parts[2]
-        beta = torch.sigmoid(self.b_proj(x).float()).transpose(1, 2)  # (B, H, L)
+        beta = (self.beta_scale * torch.sigmoid(self.b_proj(x).float())).transpose(1, 2)  # (B, H, L)
         g = None
         if self.gated:
             step_size = F.softplus(self.a_proj(x).float() + self.dt_bias)

@@ -4,13 +4,13 @@
     python -m tasks.capabilities.budget runs/capabilities --jobs 2 --out budget.md
 
 Per model and size: the plan's runs (``conf/experiment/capabilities.yaml``: every task at every rate at the first seed,
-the other seeds at the chosen rate, and the knob stage's seeds at each further value), the finished ones among them,
-the wall seconds they took (each run's own ``wall_seconds``: its process, not the launcher's), and the runs to go with
-their estimated hours at ``jobs`` runs at a time. A task's runs to go are estimated at the mean of the same model's
-finished runs of that task at that size: tasks differ several times over in what a run costs (their lengths, and
-whether a model solves them early or runs to the step cap), so a task the model has not run yet is counted as to go and
-left unestimated, never guessed from another task's or another model's rate. Failed runs count as to go (the map runs
-them again).
+the other seeds at the chosen rate, and the knob stage's seeds at each further value; a variant's own tasks alone), the
+finished ones among them, the wall seconds they took (each run's own ``wall_seconds``: its process, not the
+launcher's), and the runs to go with their estimated hours at ``jobs`` runs at a time. A task's runs to go are
+estimated at the mean of the same model's finished runs of that task at that size: tasks differ several times over in
+what a run costs (their lengths, and whether a model solves them early or runs to the step cap), so a task the model
+has not run yet is counted as to go and left unestimated, never guessed from another task's or another model's rate.
+Failed runs count as to go (the map runs them again).
 """
 
 from __future__ import annotations
@@ -70,10 +70,10 @@ def budget(records: list[ResultRecord], m: MapConfig) -> list[Line]:
     for r in map_runs(records):
         if r.status == "ok" and r.wall_seconds is not None:
             done[(label(r), size(r))][r.task].append(float(r.wall_seconds))
-    keys = [(model, at) for at in m.sizes for model in m.models]
+    keys = [(model, at) for at in m.sizes for model in m.everyone]
     keys += sorted(k for k in done if k not in keys)
-    plan = {task: planned_runs(m, task) for task in m.tasks}
-    return [Line(model, at, dict(done.get((model, at), {})), plan) for model, at in keys]
+    plan = {model: {task: planned_runs(m, task) for task in m.tasks_of(model)} for model, _ in keys}
+    return [Line(model, at, dict(done.get((model, at), {})), plan[model]) for model, at in keys]
 
 
 def rows(lines: list[Line], jobs: int) -> list[dict[str, str]]:

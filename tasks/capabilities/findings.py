@@ -145,6 +145,18 @@ FINDINGS: tuple[Finding, ...] = (
         ),
     ),
     Finding(
+        "negative eigenvalues let a linear RNN track parity",
+        "Grazzi et al. 2024, Table 3",
+        "lengths 3-40, tested 40-256, best of 3, scaled accuracy (0 chance, 1 perfect)",
+        "parity: DeltaNet with eigenvalues in [0, 1] 0.017, in [-1, 1] 1.000; Mamba in [0, 1] 0.000, in [-1, 1] 1.000",
+        "parity, trained on lengths 1-32, tested at 64 and 128; DeltaNet as on main (beta in (0, 1)) beside the same "
+        "model with beta in (0, 2), eigenvalues in (-1, 1] (conf/model/deltanet_negative.yaml)",
+        (
+            Claim("deltanet_negative", "parity", "solves", beyond, "beyond training"),
+            Claim("deltanet", "parity", "fails", beyond, "beyond training"),
+        ),
+    ),
+    Finding(
         "a non-abelian group's word problem needs depth except in an RNN",
         "Merrill, Petty and Sabharwal 2024, Figure 3",
         "A5, A4xZ5 and Z60 word problems; the fewest layers reaching 90 % at each length up to about 20",

@@ -12,6 +12,9 @@ jobs at a time here by default; ``hydra/launcher=slurm`` on a cluster):
 3. **knobs**: for each task that ``capability_map.knobs`` names, every seed at that rate at each further value of
    its setting (``capability_stage=knob``, each value a sweep directory of its own under ``knob-<setting>-<value>``).
 
+A variant (``capability_map.variants``: a model changed in one setting for a published finding, such as DeltaNet with
+negative eigenvalues) runs the same stages on the tasks its entry names alone.
+
 Every job has its own directory under the sweep directory (task, model, width, rate, seed), and ``suite.run`` skips a
 finished one: a killed map resumes by running the same command. Each command's wall time is added to
 ``durations.jsonl`` in the sweep directory as it ends, so the map's time is the sum over the sessions it took.
@@ -59,6 +62,17 @@ class MapConfig:
     task_overrides: dict[str, list[str]]
     sweep_dir: Path
     knobs: dict[str, dict[str, list[float]]] | None = None
+    variants: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # a variant model -> its tasks
+
+    @property
+    def everyone(self) -> list[str]:
+        """The models, then the variants."""
+        return [*self.models, *(v for v in self.variants if v not in self.models)]
+
+    def tasks_of(self, model: str, tasks: Sequence[str] | None = None) -> list[str]:
+        """``tasks`` (default: the map's) that ``model`` runs: all of them, or a variant's own among them."""
+        wanted = list(self.tasks if tasks is None else tasks)
+        return [t for t in wanted if t in self.variants[model]] if model in self.variants else wanted
 
 
 def read_map(extra: Sequence[str] = ()) -> MapConfig:
@@ -66,6 +80,10 @@ def read_map(extra: Sequence[str] = ()) -> MapConfig:
     cfg = composed(["experiment=capabilities", *extra])
     node = OmegaConf.to_container(cfg.capability_map, resolve=True)
     sweep = Path(next((a.split("=", 1)[1] for a in extra if a.startswith("hydra.sweep.dir=")), "runs/capabilities"))
+    variants = {k: list(v) for k, v in (node.get("variants") or {}).items()}
+    strays = {k: sorted(set(v) - set(node["tasks"])) for k, v in variants.items() if set(v) - set(node["tasks"])}
+    if strays:
+        raise SystemExit(f"capability map: capability_map.variants names tasks the map does not have: {strays}")
     return MapConfig(
         tasks=list(node["tasks"]),
         models=list(node["models"]),
@@ -76,6 +94,7 @@ def read_map(extra: Sequence[str] = ()) -> MapConfig:
         task_overrides={k: list(v) for k, v in (node.get("task_overrides") or {}).items()},
         sweep_dir=sweep if sweep.is_absolute() else PROJECT_ROOT / sweep,
         knobs={task: {k: list(v) for k, v in settings.items()} for task, settings in (node.get("knobs") or {}).items()},
+        variants=variants,
     )
 
 
@@ -194,8 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     m = read_map(extra)
     if args.knobs:  # a Hydra override of capability_map.knobs merges into the map's, so it cannot narrow them
         m = only_knobs(m, args.knobs)
-    models, tasks, sizes = args.models or m.models, args.tasks or m.tasks, args.sizes or m.sizes
-    unknown = sorted(set(models) - set(m.models)) + sorted(set(tasks) - set(m.tasks))
+    models, tasks, sizes = args.models or m.everyone, args.tasks or m.tasks, args.sizes or m.sizes
+    unknown = sorted(set(models) - set(m.everyone)) + sorted(set(tasks) - set(m.tasks))
     if unknown:
         raise SystemExit(f"capability map: {unknown} not in conf/experiment/capabilities.yaml's capability_map")
     sized = plan(models, sizes, m.overrides, common=["experiment=capabilities"])  # every model matched, or none runs
@@ -203,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{s.model} at {s.target:,}: d_model={s.d_model}, {s.parameters:,} backbone parameters ({s.off:+.1%})")
     ledger = m.sweep_dir / LEDGER
     for s in sized:
-        for cmd in command(s, m, tasks, m.lrs, m.seeds[:1], extra, args.jobs):
+        for cmd in command(s, m, m.tasks_of(s.model, tasks), m.lrs, m.seeds[:1], extra, args.jobs):
             if args.dry_run:
                 print("python " + " ".join(cmd[1:]))
             else:
@@ -211,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         return 0
     rates = {
-        s: {t: lr for t, lr in chosen_rates(s, m).items() if t in tasks} for s in sized
+        s: {t: lr for t, lr in chosen_rates(s, m).items() if t in m.tasks_of(s.model, tasks)} for s in sized
     }  # read once, after the grid
     for s in sized if m.seeds[1:] else []:
         for task, lr in rates[s].items():
