@@ -19,6 +19,7 @@ from tasks.capabilities.map import (
     chosen_rates,
     command,
     knob_commands,
+    main,
     map_seconds,
     only_knobs,
     read_map,
@@ -82,9 +83,28 @@ def test_a_variant_runs_its_own_tasks_alone_after_the_models(tmp_path):
     assert read_map().tasks_of("deltanet_negative") == ["parity", "sum_mod_5", "a4"]  # the experiment's variant
 
 
-def test_a_variant_naming_a_task_the_map_lacks_is_refused():
-    with pytest.raises(SystemExit, match=r"variants names tasks the map does not have: \{'lstm': \['nope'\]\}"):
-        read_map(["+capability_map.variants.lstm=[parity,nope]"])
+def test_a_variant_naming_a_task_the_map_lacks_or_a_models_name_is_refused():
+    with pytest.raises(SystemExit, match=r"variants names tasks the map does not have: \{'odd': \['nope'\]\}"):
+        read_map(["+capability_map.variants.odd=[parity,nope]"])
+    with pytest.raises(SystemExit, match=r"\['lstm'\] named both in capability_map.models and in its variants"):
+        read_map(["+capability_map.variants.lstm=[parity]"])
+
+
+def test_the_driver_runs_a_variant_on_its_own_tasks_and_refuses_one_left_with_none(capsys):
+    assert main(["--dry-run", "--models", "deltanet_negative", "deltanet", "--tasks", "parity", "mqar", "--sizes",
+                 "100000", "--no-knobs"]) == 0  # fmt: skip
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("python -m suite.run")]
+    assert [("model=deltanet_negative" in line, "task=capability/parity" in line) for line in lines] == [
+        (True, True),  # the variant: parity alone
+        (False, True),
+        (False, False),  # DeltaNet: parity, then MQAR with its own settings
+    ]
+    with pytest.raises(SystemExit, match=r"\['deltanet_negative'\] run none of the tasks asked for \(\['mqar'\]\)"):
+        main(["--dry-run", "--models", "deltanet_negative", "--tasks", "mqar", "--sizes", "100000"])
+    # every model (here the map's models cut to one, so that the test sizes two): the variant drops out
+    assert main(["capability_map.models=[deltanet]", "--dry-run", "--tasks", "mqar", "--sizes", "100000"]) == 0
+    out = capsys.readouterr().out
+    assert "model=deltanet " in out and "deltanet_negative" not in out
 
 
 def test_the_knob_stage_runs_every_seed_at_the_chosen_rate_a_directory_a_value(tmp_path):

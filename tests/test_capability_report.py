@@ -108,6 +108,17 @@ def test_the_table_marks_learning_seeds_failures_and_bolds_only_a_paired_win():
     assert by[("400,000", "winner (paired test)")]["mqar"] == "not tested"  # one model at that size
 
 
+def test_a_variant_has_its_own_tasks_cells_and_never_contends_for_a_column():
+    variant = [run("lstm_neg", "parity", 1e-3, seed, 1.0) for seed in (0, 1, 2)]  # better than the LSTM's cell
+    for r in variant:
+        r.config = {**r.config, "capability_map": {**PLAN, "variants": {"lstm_neg": ["parity"]}}}
+    rows = map_rows(records() + variant, outputs_for({}))
+    by = {(r["size"], r["model"]): r for r in rows}
+    assert by[("100,000", "lstm_neg")]["parity"] == "100.0" and by[("100,000", "lstm_neg")]["mqar"] == ""
+    assert by[("100,000", "winner (paired test)")]["parity"] == "lstm"  # the models' own verdict, as without it
+    assert by[("100,000", "lstm")]["parity"].startswith("**99.0**")
+
+
 def test_a_rows_state_is_declared_at_the_longest_length_its_runs_reached():
     """A cache grows with the length: the row gives it at the longest length of any of its runs, not the first's."""
     short = run("transformer", "mqar", 1e-3, 1, 0.4)

@@ -143,7 +143,7 @@ def transitions(m: RWKV7Mixer, x: torch.Tensor) -> torch.Tensor:
 def test_rwkv7_transitions_take_negative_eigenvalues_but_never_minus_one():
     """Grazzi et al. 2024: a linear RNN tracks parity only with a negative eigenvalue in its transitions, and their
     construction flips the state with one at -1. RWKV-7's transition is similar to diag(w) - z z^T with
-    z = sqrt(a) * k^ (a > 0), so its eigenvalues are real and in [min w - |z|^2, max w), inside (FASTEST - 1, 1) since
+    z = sqrt(a) * k^ (a > 0), so its eigenvalues are real and in [min w - |z|^2, max w], inside (FASTEST - 1, 1) since
     |k^| = 1 and a < 1: negative ones are reachable, -1 is not. The fastest decay and the full rate reach the bound."""
     torch.manual_seed(5)
     x = torch.randn(3, 11, 16, dtype=torch.float64)

@@ -13,7 +13,7 @@ sigmoid(x G1) G2; k^ = normalise(k * k_k) a head, the key k * (1 + (a - 1) k_a);
 bonus (r_t . (k_t * r_k)) v_t a head; times the gate; the output map.
 
 The transition diag(w) - k^^T (a * k^) is similar to diag(w) - z z^T with z = sqrt(a) * k^ (a > 0), a symmetric
-matrix: its eigenvalues are real and lie in [min w - |z|^2, max w), so in (FASTEST - 1, 1), since w > FASTEST,
+matrix: its eigenvalues are real and lie in [min w - |z|^2, max w], so in (FASTEST - 1, 1), since w > FASTEST,
 |k^| = 1 and a < 1. A negative eigenvalue is reachable (down to about -0.45), the -1 with which Grazzi et al. 2024
 flip a state for parity is not (tests/test_rwkv7.py).
 

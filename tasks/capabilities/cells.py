@@ -98,6 +98,12 @@ class Cell:
         return sorted({r.status for r in self.runs if r.status != "ok"})
 
 
+def variants(records: list[ResultRecord]) -> set[str]:
+    """The models the map's plan runs as variants (``capability_map.variants`` in the records' own configs): a model
+    changed in one setting for a finding, beside the others but not one of them."""
+    return {v for r in records for v in ((r.config.get("capability_map") or {}).get("variants") or {})}
+
+
 def map_runs(records: list[ResultRecord], stage_name: str = STAGE_MAP) -> list[ResultRecord]:
     """The map's runs of one stage among ``records``."""
     return [r for r in records if is_map_run(r) and stage(r) == stage_name]

@@ -84,6 +84,9 @@ def read_map(extra: Sequence[str] = ()) -> MapConfig:
     strays = {k: sorted(set(v) - set(node["tasks"])) for k, v in variants.items() if set(v) - set(node["tasks"])}
     if strays:
         raise SystemExit(f"capability map: capability_map.variants names tasks the map does not have: {strays}")
+    twice = sorted(set(variants) & set(node["models"]))
+    if twice:  # a model's own row would be cut down to the variant's tasks
+        raise SystemExit(f"capability map: {twice} named both in capability_map.models and in its variants")
     return MapConfig(
         tasks=list(node["tasks"]),
         models=list(node["models"]),
@@ -217,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(models) - set(m.everyone)) + sorted(set(tasks) - set(m.tasks))
     if unknown:
         raise SystemExit(f"capability map: {unknown} not in conf/experiment/capabilities.yaml's capability_map")
+    idle = [model for model in models if not m.tasks_of(model, tasks)]  # a variant none of whose tasks is asked for
+    if args.models and idle:
+        raise SystemExit(f"capability map: {idle} run none of the tasks asked for ({sorted(tasks)}): {m.variants}")
+    models = [model for model in models if model not in idle]
     sized = plan(models, sizes, m.overrides, common=["experiment=capabilities"])  # every model matched, or none runs
     for s in sized:
         print(f"{s.model} at {s.target:,}: d_model={s.d_model}, {s.parameters:,} backbone parameters ({s.off:+.1%})")

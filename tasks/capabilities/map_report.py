@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Collection
 from pathlib import Path
 
 from suite.report.axes import measured_axis
@@ -26,7 +27,7 @@ from suite.report.section import Section, register
 from suite.report.significance import Outputs
 from suite.report.verdict import OutputsOf, judged
 from suite.runtime.record import ResultRecord
-from tasks.capabilities.cells import STAGE_MAP, Cell, cells, is_map_run, label, map_runs, stage, train_length
+from tasks.capabilities.cells import STAGE_MAP, Cell, cells, is_map_run, label, map_runs, stage, train_length, variants
 from tasks.capabilities.cells import size as size_of
 from tasks.capabilities.findings import FAILED, FINDINGS, SOLVED, judged_finding
 
@@ -57,12 +58,14 @@ def at_training_length(outputs: OutputsOf) -> OutputsOf:
 
 
 def winners(
-    found: dict[tuple[int, str, str], Cell], outputs: OutputsOf
+    found: dict[tuple[int, str, str], Cell], outputs: OutputsOf, left_out: Collection[str] = ()
 ) -> dict[tuple[int, str], tuple[str | None, str]]:
-    """(size, task) -> (the model that beats the runner-up by the paired test, or None; the verdict in words)."""
+    """(size, task) -> (the model that beats the runner-up by the paired test, or None; the verdict in words), among
+    the models not ``left_out`` (the variants: a model changed for one finding does not contend for a column)."""
     by_column: dict[tuple[int, str], dict[str, Cell]] = defaultdict(dict)
     for (at, model, task), cell in found.items():
-        by_column[(at, task)][model] = cell
+        if model not in left_out:
+            by_column[(at, task)][model] = cell
     out = {}
     for column, models in by_column.items():
         means = {m: c.mean for m, c in models.items() if c.mean is not None}
@@ -102,7 +105,7 @@ def map_rows(records: list[ResultRecord], outputs: OutputsOf) -> list[dict[str, 
     if not runs:
         return []
     found, tasks = cells(runs), task_order(runs)
-    won = winners(found, outputs)
+    won = winners(found, outputs, variants(runs))
     order = model_order(runs)
     rows = []
     for at in sorted({k[0] for k in found}):
@@ -321,6 +324,7 @@ register(
         f"{MARK_LEARNING} where the convergence test found a seed still learning (k{MARK_LEARNING}: k of them), "
         "the seeds counted where fewer than three finished, a failed run's status beside it. A task's best model at "
         "a size is bold only where it beats the runner-up by the paired test over seeds and test examples; the "
-        "'winner' row names it, ≈ where the difference is within the noise.",
+        "'winner' row names it, ≈ where the difference is within the noise. A variant (a model changed in one "
+        "setting for a finding: capability_map.variants) has the cells of its own tasks and never contends.",
     )
 )
