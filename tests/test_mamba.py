@@ -12,30 +12,39 @@ from suite.models.selective_loop import CHUNK, selective_loop
 from tests.conftest import TINY_LONG_RANGE, compose_config
 
 
-def sequential_scan(x, delta, A, B, C, D, h0=None):
-    """h_t = exp(delta_t A) h_(t-1) + delta_t B_t x_t, y_t = C_t h_t + D x_t, one position at a time."""
+def sequential_scan(x, delta, A, B, C, D, h0=None, negative=False):
+    """h_t = exp(delta_t A) h_(t-1) + delta_t B_t x_t, y_t = C_t h_t + D x_t, one position at a time (``negative``:
+    the decay 2 exp(delta_t A) - 1)."""
     h = torch.zeros(x.size(0), *A.shape, dtype=x.dtype) if h0 is None else h0
     ys = []
     for t in range(x.size(1)):
-        h = torch.exp(delta[:, t, :, None] * A) * h + (delta[:, t] * x[:, t])[..., None] * B[:, t, None, :]
+        decay = torch.exp(delta[:, t, :, None] * A)
+        decay = 2 * decay - 1 if negative else decay
+        h = decay * h + (delta[:, t] * x[:, t])[..., None] * B[:, t, None, :]
         ys.append((h * C[:, t, None, :]).sum(-1) + D * x[:, t])
     return torch.stack(ys, 1), h
 
 
-@pytest.mark.parametrize(("kernel", "chunk"), [("loop", 256), ("pscan", 256), ("log", 4), ("log", 256)])
-def test_the_selective_scan_is_the_sequential_recurrence(kernel, chunk):
+@pytest.mark.parametrize(
+    ("kernel", "chunk", "negative"),
+    [("loop", 256, False), ("pscan", 256, False), ("log", 4, False), ("log", 256, False), ("loop", 256, True),
+     ("pscan", 256, True)],
+)  # fmt: skip
+def test_the_selective_scan_is_the_sequential_recurrence(kernel, chunk, negative):
     gen = torch.Generator().manual_seed(0)
     x, delta = torch.randn(2, 37, 6, generator=gen), torch.rand(2, 37, 6, generator=gen) * 0.5
     A = -torch.rand(6, 4, generator=gen) * 4
     B, C, D = torch.randn(2, 37, 4, generator=gen), torch.randn(2, 37, 4, generator=gen), torch.randn(6, generator=gen)
     h0 = torch.randn(2, 6, 4, generator=gen)  # of either sign, as a carried state is
-    y, h = selective_scan(x, delta, A, B, C, D, h0, chunk, kernel)
-    expected_y, expected_h = sequential_scan(x, delta, A, B, C, D, h0)
+    y, h = selective_scan(x, delta, A, B, C, D, h0, chunk, kernel, negative)
+    expected_y, expected_h = sequential_scan(x, delta, A, B, C, D, h0, negative)
+    assert not negative or bool((2 * torch.exp(delta[..., None] * A) - 1 < 0).any())  # negative decays occur
     assert torch.allclose(y, expected_y, atol=1e-4, rtol=1e-4) and torch.allclose(h, expected_h, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("negative", [False, True], ids=["(0, 1)", "(-1, 1)"])
 @pytest.mark.parametrize("chunk", [1, 3, CHUNK, 64])  # 19 positions: chunks that divide it, that don't, and one past it
-def test_the_loops_backward_is_the_sequential_recurrences_in_float64(chunk):
+def test_the_loops_backward_is_the_sequential_recurrences_in_float64(chunk, negative):
     """Every input's gradient of the loop (its own backward) against autograd through the recurrence written plainly,
     from a carried state and to the last state as well as the outputs, whatever the loop's chunk."""
     gen = torch.Generator().manual_seed(1)
@@ -53,10 +62,13 @@ def test_the_loops_backward_is_the_sequential_recurrences_in_float64(chunk):
     grads = []
 
     def loop(x, delta, A, B, C, D, h0):
-        y, h = selective_loop(x, delta, A, B, C, h0, chunk)
+        y, h = selective_loop(x, delta, A, B, C, h0, chunk, negative)
         return y + D * x, h
 
-    for form in (loop, sequential_scan):
+    def plainly(x, delta, A, B, C, D, h0):
+        return sequential_scan(x, delta, A, B, C, D, h0, negative)
+
+    for form in (loop, plainly):
         leaves = [t.clone().requires_grad_() for t in inputs]
         y, h = form(*leaves)
         ((y * weights[0]).sum() + (h * weights[1]).sum()).backward()
@@ -131,6 +143,7 @@ def test_going_on_step_by_step_is_the_full_pass():
         ({"n_layers": 0}, "Mamba: n_layers"),
         ({"causal": False}, "Mamba reads one way only"),
         ({"kernel": "triton"}, "kernel .* must be one of"),
+        ({"kernel": "log", "negative_eigenvalues": True}, "negative_eigenvalues .* needs kernel=loop or pscan"),
     ],
 )
 def test_bad_settings_are_refused_by_name(settings, message):

@@ -14,6 +14,9 @@ in place, with its own backward) and ours in log space (``kernel=log``: ``suite.
 log-space scan of minGRU, run twice because its log needs b > 0 and dt B x has either sign), whose logcumsumexp's
 exp and log over (B, L, E N) and its backward cost what the pscan's multiply-adds do not. ``kernel=mamba_ssm`` takes
 ``mamba-ssm``'s fused CUDA kernel (a CUDA device and the package are required, and checked when the model is built).
+
+``negative_eigenvalues`` takes the decay 2 exp(dt A) - 1 in (-1, 1) for exp(dt A) in (0, 1): Grazzi et al. 2024's
+Mamba [-1, 1] (their code's ``positive_and_negative``), for which they find parity solved (conf/model/mamba_negative).
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ from suite.runtime.precision_policy import SCAN
 from suite.types import State
 
 KERNELS = ("loop", "pscan", "log", "mamba_ssm")
+NEGATIVE_KERNELS = (
+    "Mamba: negative_eigenvalues (model.backbone.negative_eigenvalues) needs kernel=loop or pscan: the log-space scan "
+    "takes decays in (0, 1) alone, and mamba-ssm's kernel has no such form"
+)
 
 
 def selective_scan(
@@ -45,29 +52,34 @@ def selective_scan(
     h0: Tensor | None = None,
     chunk: int = 256,
     kernel: str = "loop",
+    negative: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """x, delta (B, L, E), A (E, N), B, C (B, L, N), D (E,), h0 (B, E, N) or None -> (y (B, L, E), h_L (B, E, N)).
 
     h_t = exp(delta_t A) h_(t-1) + delta_t B_t x_t and y_t = C_t . h_t + D x_t, in float32 (float64 stays): by our
     loop over positions (``kernel='loop'``: ``suite.models.selective_loop``), ``mambapy``'s pscan (``'pscan'``), or
-    our log-space scan on the positive and negative parts of delta B x (``'log'``).
+    our log-space scan on the positive and negative parts of delta B x (``'log'``). ``negative``: the decay is
+    2 exp(delta_t A) - 1, in (-1, 1) (Grazzi et al. 2024), which the log-space scan cannot take.
     """
     batch, length, width = x.shape
     states = A.shape[1]
     dtype = torch.promote_types(x.dtype, torch.float32)
     x, delta, A, B, C = x.to(dtype), delta.to(dtype), A.to(dtype), B.to(dtype), C.to(dtype)
     if kernel == "loop":
-        y, h = selective_loop(x, delta, A, B, C, None if h0 is None else h0.to(dtype))
+        y, h = selective_loop(x, delta, A, B, C, None if h0 is None else h0.to(dtype), negative=negative)
         return y + D * x, h
     if kernel == "pscan":
         from mambapy.pscan import pscan
 
         a = torch.exp(delta[..., None] * A)  # (B, L, E, N)
+        a = 2 * a - 1 if negative else a
         b = (delta * x)[..., None] * B[:, :, None, :]
         if h0 is not None:  # the carried state enters as the first step's share: h_1 = a_1 h0 + b_1
             b = torch.cat([b[:, :1] + a[:, :1] * h0.float()[:, None], b[:, 1:]], dim=1)
         h = pscan(a, b)
         return torch.einsum("blen,bln->ble", h, C) + D * x, h[:, -1]
+    if negative:
+        raise ValueError(NEGATIVE_KERNELS)
     log_a = (delta[..., None] * A).reshape(batch, length, width * states)  # (B, L, E N), < 0
     b = ((delta * x)[..., None] * B[:, :, None, :]).reshape(batch, length, width * states)
     tiny = torch.finfo(torch.float32).tiny  # log(0) would be -inf, and its gradient NaN; tiny adds nothing visible
@@ -118,6 +130,8 @@ class MambaBlock(nn.Module):
         chunk: the scan's chunk length.
         kernel: 'loop' (ours, one loop over positions), 'pscan' (mambapy's), 'log' (ours) or 'mamba_ssm' (CUDA).
         dt_min, dt_max: the range of the initial step.
+        negative_eigenvalues: the decay 2 exp(delta A) - 1 in (-1, 1), Grazzi et al. 2024's Mamba [-1, 1], rather than
+            exp(delta A) in (0, 1) (loop and pscan only).
     """
 
     def __init__(
@@ -131,8 +145,12 @@ class MambaBlock(nn.Module):
         kernel: str = "loop",
         dt_min: float = 1e-3,
         dt_max: float = 1e-1,
+        negative_eigenvalues: bool = False,
     ) -> None:
         super().__init__()
+        if negative_eigenvalues and kernel not in ("loop", "pscan"):
+            raise ValueError(f"{NEGATIVE_KERNELS}, not kernel={kernel}")
+        self.negative = negative_eigenvalues
         for value, setting in ((d_state, "d_state (the state size)"), (d_conv, "d_conv"), (chunk, "scan chunk")):
             positive_int(value, f"{setting} (model.backbone)", "Mamba")
         require_kernel(kernel)
@@ -166,7 +184,7 @@ class MambaBlock(nn.Module):
         else:
             # a step goes on from a state, which mamba-ssm's kernel does not return: its device's parallel scan does
             scan = "pscan" if self.kernel == "mamba_ssm" else self.kernel
-            y, h = selective_scan(x, delta, A, B, C, self.D.float(), h0, self.chunk, scan)
+            y, h = selective_scan(x, delta, A, B, C, self.D.float(), h0, self.chunk, scan, self.negative)
         return self.out_proj((y * F.silu(z.float())).to(z.dtype)), h
 
     def forward(self, x: Tensor) -> Tensor:
