@@ -66,8 +66,8 @@ class MapConfig:
 
     @property
     def everyone(self) -> list[str]:
-        """The models, then the variants."""
-        return [*self.models, *(v for v in self.variants if v not in self.models)]
+        """The models, then the variants (never both: ``read_map`` refuses a name in both)."""
+        return [*self.models, *self.variants]
 
     def tasks_of(self, model: str, tasks: Sequence[str] | None = None) -> list[str]:
         """``tasks`` (default: the map's) that ``model`` runs: all of them, or a variant's own among them."""
