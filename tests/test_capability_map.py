@@ -51,10 +51,11 @@ def test_the_grid_runs_each_task_group_with_its_settings_every_rate_and_seed_zer
         assert f"hydra.sweep.dir={tmp_path}" in line
 
 
-def write(sweep: Path, task: str, lr: float, val: float, status: str = "ok", model: str = "mamba2") -> None:
-    run = sweep / f"{task}-{model}-d80-lr{lr:g}-s0"
+def write(sweep: Path, task: str, lr: float, val: float, status: str = "ok", model: str = "mamba2",
+          attention: str | None = None) -> None:  # fmt: skip
+    run = sweep / f"{task}-{model}{f'-{attention}' if attention else ''}-d80-lr{lr:g}-s0"
     run.mkdir(parents=True)
-    record = ResultRecord(status=status, task=task, dataset=task, model=model, seed=0,
+    record = ResultRecord(status=status, task=task, dataset=task, model=model, seed=0, attention=attention,
                           metrics={"val_accuracy": val}, config={"trainer": {"optimizer": {"lr": lr}}})  # fmt: skip
     (run / RESULT_FILE).write_text(json.dumps(asdict(record)))
 
@@ -67,6 +68,25 @@ def test_each_task_takes_the_rate_whose_seed_zero_run_scored_best_on_validation(
     write(tmp_path, "s5", 3e-3, 0.99, status="diverged")  # a failed run never wins
     write(tmp_path, "mqar", 3e-3, 1.0, model="lstm")  # another model's run is not this one's
     assert chosen_rates(Sized("mamba2", 100_000, 80, 102_380), m) == {"parity": 3e-3, "s5": 1e-3}
+
+
+def test_a_transformer_with_another_core_is_a_row_of_its_own(tmp_path):
+    m = MapConfig(**{**a_map(tmp_path).__dict__, "overrides": {"transformer-local": ["model.attention.window=16"]}})
+    (line,) = (" ".join(c[2:]) for c in command(Sized("transformer-local", 100_000, 64, 100_096), m, ["parity"],
+                                                  m.lrs, [0], []))  # fmt: skip
+    assert "model=transformer model/attention=local model.d_model=64 model.attention.window=16 " in line
+    write(tmp_path, "parity", 1e-3, 0.9, model="transformer")  # full attention's run is another row's
+    write(tmp_path, "parity", 3e-3, 0.6, model="transformer", attention="local")
+    write(tmp_path, "mqar", 1e-3, 0.5, model="transformer", attention="linear")
+    assert chosen_rates(Sized("transformer-local", 100_000, 80, 100_096), m) == {"parity": 3e-3}
+    assert chosen_rates(Sized("transformer", 100_000, 80, 100_096), m) == {"parity": 1e-3}
+
+
+def test_a_row_naming_a_core_that_does_not_exist_or_cannot_read_left_to_right_is_refused():
+    with pytest.raises(SystemExit, match=r"\['transformer-nope'\] name attention cores that conf/model/attention/"):
+        read_map(["capability_map.models=[transformer-nope]"])
+    with pytest.raises(SystemExit, match=r"\['transformer-reformer'\] name attention cores with no causal mode"):
+        read_map(["capability_map.models=[lstm,transformer-reformer]"])
 
 
 def test_the_map_reads_its_plan_from_the_experiment():

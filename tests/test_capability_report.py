@@ -68,6 +68,14 @@ def test_a_cell_is_every_seed_at_the_rate_seed_zero_chose_on_validation():
     assert best_rate([run("x", "t", 1e-3, 1, 0.9)]) is None  # no seed-0 run: no rate chosen
 
 
+def test_a_transformer_with_another_attention_core_is_a_row_named_as_the_map_names_it():
+    local = [run("transformer", "parity", 1e-3, 0, 0.7), run("transformer", "parity", 1e-3, 0, 0.6)]
+    local[1].attention = "local"
+    found = cells(local)
+    assert found[(100_000, "transformer", "parity")].accuracies() == [0.7]
+    assert found[(100_000, "transformer-local", "parity")].accuracies() == [0.6]  # capability_map.models' name
+
+
 def test_a_tie_on_validation_goes_to_the_lower_loss_then_the_lower_rate():
     """Several rates often solve a task's validation set; the highest rate used to win every such tie."""
     tied = [run("x", "t", 3e-3, 0, 1.0, val_loss=0.02), run("x", "t", 1e-3, 0, 1.0, val_loss=0.01)]

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from suite.attention.performer import PerformerAttention
 from suite.models.classifier import build_sized, count_parameters
 from suite.runtime.compose import composed
+from suite.runtime.names import model_id, model_overrides
 from tasks.capabilities import sizing
 
 
@@ -25,3 +27,14 @@ def test_widths_a_config_refuses_are_skipped_and_an_unreachable_target_is_refuse
     with pytest.raises(ValueError, match=message):
         sizing.plan(["mamba2"], [100_000])
     assert abs(sizing.plan(["mamba2"], [100_000], {"mamba2": ["model.backbone.mixer.head_dim=16"]})[0].off) <= 0.10
+
+
+def test_a_row_naming_an_attention_core_is_built_and_sized_with_that_core():
+    assert model_overrides("transformer-local") == ["model=transformer", "model/attention=local"]
+    assert model_overrides("lstm") == ["model=lstm"]
+    assert model_id("transformer", "local") == "transformer-local" and model_id("transformer", "full") == "transformer"
+    node = composed([*model_overrides("transformer-performer"), "model.d_model=64"]).model.backbone
+    core = build_sized(node, 64, causal=True).layers[0].self_attn.core
+    assert isinstance(core, PerformerAttention)
+    # Linear attention holds no parameters of its own, so its row is matched at full attention's count and width
+    assert sizing.backbone_parameters("transformer-linear", 64) == sizing.backbone_parameters("transformer", 64)

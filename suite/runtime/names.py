@@ -16,6 +16,13 @@ def model_id(name: str, attention: str | None = None) -> str:
     return name if attention in (None, "full") else f"{name}-{attention}"
 
 
+def model_overrides(row: str) -> list[str]:
+    """The Hydra overrides that build the model a ``model_id`` names: 'transformer-local' -> ['model=transformer',
+    'model/attention=local']; 'lstm' -> ['model=lstm'] (config names use underscores, never hyphens)."""
+    name, _, attention = row.partition("-")
+    return [f"model={name}", *([f"model/attention={attention}"] if attention else [])]
+
+
 def command_dir(overrides: Iterable[Any] | None) -> str:
     """A directory name made from a command's settings (its task overrides, sorted): the same command always writes
     to, and so resumes in, the same directory. 'defaults' for none; a long one is cut and keeps a hash of the whole.

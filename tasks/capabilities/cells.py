@@ -15,6 +15,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
+from suite.runtime.names import model_id
 from suite.runtime.record import ResultRecord
 from suite.runtime.verdicts import STILL_LEARNING
 
@@ -43,8 +44,9 @@ def rate(r: ResultRecord) -> float:
 
 
 def label(r: ResultRecord) -> str:
-    """The model, with its attention core where it has one other than full attention."""
-    return f"{r.model} ({r.attention})" if r.attention and r.attention != "full" else r.model
+    """The model's row: its name, with its attention core where it has one other than full attention
+    ('transformer-local', the name ``capability_map.models`` gives it)."""
+    return model_id(r.model, r.attention)
 
 
 def train_length(r: ResultRecord) -> int:

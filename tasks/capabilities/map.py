@@ -39,7 +39,10 @@ from typing import Mapping, Sequence
 
 from omegaconf import OmegaConf
 
+from suite.attention import catalog
+from suite.attention.core import CAUSAL
 from suite.runtime.compose import composed
+from suite.runtime.names import model_id, model_overrides
 from suite.runtime.paths import PROJECT_ROOT
 from suite.runtime.record import RESULT_FILE, read_result
 from tasks.capabilities.cells import best_rate
@@ -87,6 +90,7 @@ def read_map(extra: Sequence[str] = ()) -> MapConfig:
     twice = sorted(set(variants) & set(node["models"]))
     if twice:  # a model's own row would be cut down to the variant's tasks
         raise SystemExit(f"capability map: {twice} named both in capability_map.models and in its variants")
+    check_cores([*node["models"], *variants])
     return MapConfig(
         tasks=list(node["tasks"]),
         models=list(node["models"]),
@@ -99,6 +103,21 @@ def read_map(extra: Sequence[str] = ()) -> MapConfig:
         knobs={task: {k: list(v) for k, v in settings.items()} for task, settings in (node.get("knobs") or {}).items()},
         variants=variants,
     )
+
+
+def check_cores(rows: Sequence[str]) -> None:
+    """Refuse a row whose attention core ('transformer-local': ``suite.runtime.names.model_id``) has no config, or has
+    no causal mode (the map's tasks are read left to right), naming the cores there are."""
+    cores = {row: row.partition("-")[2] for row in rows if "-" in row}
+    unknown = sorted(row for row, core in cores.items() if core not in catalog.variant_names())
+    if unknown:
+        raise SystemExit(
+            f"capability map: {unknown} name attention cores that conf/model/attention/ does not have: it has "
+            f"{catalog.variant_names()}"
+        )
+    one_way = sorted(row for row, core in cores.items() if CAUSAL not in catalog.build(core, 64).capabilities)
+    if one_way:
+        raise SystemExit(f"capability map: {one_way} name attention cores with no causal mode; the map's tasks need it")
 
 
 def task_config(task: str) -> str:
@@ -120,7 +139,7 @@ def command(sized: Sized, m: MapConfig, tasks: Sequence[str], lrs: Sequence[floa
         groups.setdefault(tuple(m.task_overrides.get(task, [])), []).append(task)
     for task_settings, members in groups.items():
         out.append([
-            sys.executable, "-m", "suite.run", "-m", "experiment=capabilities", f"model={sized.model}",
+            sys.executable, "-m", "suite.run", "-m", "experiment=capabilities", *model_overrides(sized.model),
             f"model.d_model={sized.d_model}", *m.overrides.get(sized.model, []),
             "task=" + ",".join(task_config(t) for t in members),
             *task_settings, "trainer.optimizer.lr=" + ",".join(f"{lr:g}" for lr in lrs),
@@ -134,7 +153,7 @@ def chosen_rates(sized: Sized, m: MapConfig) -> dict[str, float]:
     runs: dict[str, list] = {}
     for path in m.sweep_dir.glob(f"*-d{sized.d_model}-lr*-s{m.seeds[0]}/{RESULT_FILE}"):
         record = read_result(path)
-        if record.model == sized.model:
+        if model_id(record.model, record.attention) == sized.model:
             runs.setdefault(record.task, []).append(record)
     chosen = {task: best_rate(found, m.seeds[0]) for task, found in runs.items()}
     return {task: lr for task, lr in chosen.items() if lr is not None}

@@ -22,6 +22,7 @@ from hydra.errors import InstantiationException
 
 from suite.models.classifier import build_sized, count_parameters
 from suite.runtime.compose import composed
+from suite.runtime.names import model_overrides
 
 STEP = 8  # widths tried: multiples of 8 (every head count the configs use divides some of them)
 WIDTHS = range(STEP, 1024 + 1, STEP)
@@ -44,8 +45,9 @@ class Sized:
 
 @cache
 def backbone_parameters(model: str, d_model: int, overrides: tuple[str, ...] = ()) -> int | None:
-    """The causal backbone's trainable parameters at ``d_model``; None where the config cannot take that width."""
-    cfg = composed([f"model={model}", f"model.d_model={d_model}", *overrides])
+    """The causal backbone's trainable parameters at ``d_model``; None where the config cannot take that width.
+    ``model``: a config name, or one with its attention core ('transformer-local': ``suite.runtime.names``)."""
+    cfg = composed([*model_overrides(model), f"model.d_model={d_model}", *overrides])
     node = cfg.model.backbone
     settings = {"causal": True} if "causal" in node else {}
     if "bidirectional" in node:
