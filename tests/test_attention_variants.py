@@ -241,6 +241,25 @@ def test_decoding_state_sizes_cache_grows_sums_constant_window_bounded():
     assert len(set(linear)) == 1 and local[1:] == [local[1]] * (L - 1) and local[1] == 2 * local[0]
 
 
+def test_performer_decodes_with_sums_of_a_fixed_size_rescaled_when_a_larger_key_arrives():
+    torch.manual_seed(0)
+    core = make_core("performer", n_features=16)
+    q, k, v = qkv()
+    # keys of large norm first: their exponents are low (-|x'|^2 / 2 dominates), so each later key raises the running
+    # peak and the sums kept so far must be rescaled to it
+    k = k * torch.linspace(6.0, 0.5, L)[None, None, :, None]
+    outs, state, seen = [], {}, set()
+    for t in range(L):
+        out, state = core.decode_step(*(x[:, :, t : t + 1] for x in (q, k, v)), state)
+        outs.append(out)
+        seen.add(sum(s.numel() for s in state.values()))
+    assert seen == {B * core.state_size(L)}  # H x (m x (Dh + 1) + 1) a sequence, from the first position to the last
+    w = core.features.double()
+    phi = lambda x: torch.exp((x := x.double() * D**-0.25) @ w.t() - x.pow(2).sum(-1, keepdim=True) / 2)  # noqa: E731
+    scores = (phi(q) @ phi(k).transpose(-2, -1)).tril()  # (B, H, L, L), no stabiliser, in float64
+    assert torch.allclose(torch.cat(outs, 2).double(), scores @ v.double() / scores.sum(-1, keepdim=True), atol=1e-5)
+
+
 def test_a_core_without_a_decoding_state_is_named():
     with pytest.raises(ValueError, match="'bigbird' cannot serve the step-by-step decoding"):
         make_core("bigbird").decode_step(*qkv(), {})

@@ -7,6 +7,7 @@ drawn in orthogonal blocks with Gaussian norms; the sums are then those of linea
 keys get zero features, out of numerator and normaliser alike. The features are drawn at
 construction from the run's seeded generator; ``redraw_every`` n > 0 draws new ones every n
 training forward passes (0: never). The error against softmax falls as ``n_features`` grows.
+Step-by-step decoding keeps linear attention's sums, a state of fixed size (``decode_step``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import torch
 from torch import Tensor
 
 from suite.attention.core import CACHE, CAUSAL, CROSS, PADDING, AttentionCore, positive_int
-from suite.attention.linear import kernel_attention
+from suite.attention.linear import causal_sums, divided, kernel_attention, with_ones
+from suite.types import State
 
 
 def orthogonal_features(m: int, d: int, generator: torch.Generator | None = None) -> Tensor:
@@ -27,7 +29,16 @@ def orthogonal_features(m: int, d: int, generator: torch.Generator | None = None
     return directions * torch.randn(m, d, generator=generator).norm(dim=1, keepdim=True)
 
 
-def favor_features(x: Tensor, w: Tensor, is_query: bool, pad_mask: Tensor | None = None) -> Tensor:
+def key_peak(k: Tensor, w: Tensor) -> Tensor:
+    """The largest exponent of the keys k (B, H, L, Dh) over positions and features, (B, H, 1, 1): the stabiliser
+    ``favor_features`` takes for keys without padding."""
+    x = k * k.size(-1) ** -0.25
+    return ((x @ w.t()).amax(-1, keepdim=True) - x.pow(2).sum(-1, keepdim=True) / 2).amax(-2, keepdim=True).detach()
+
+
+def favor_features(
+    x: Tensor, w: Tensor, is_query: bool, pad_mask: Tensor | None = None, stab: Tensor | None = None
+) -> Tensor:
     """Positive features (B, H, L, m) of x (B, H, L, Dh) for directions w (m, Dh); padded keys get zeros.
 
     A stabiliser is subtracted in the exponent (per row for queries, one per head for keys, padded
@@ -35,6 +46,7 @@ def favor_features(x: Tensor, w: Tensor, is_query: bool, pad_mask: Tensor | None
     Everything subtracted (|x'|^2 / 2, the stabiliser, log sqrt(m) for the 1 / sqrt(m) factor) is
     one (B, H, L, 1) offset, so the (B, H, L, m) features, m times the width of x and out of cache
     at long lengths, are passed over by one subtraction and one exp, not five elementwise passes.
+    ``stab`` (B, H, 1, 1): the keys' stabiliser given (decoding's running peak, ``key_peak``), not taken from x.
     """
     x = x * x.size(-1) ** -0.25
     projected = x @ w.t()  # (B, H, L, m)
@@ -43,7 +55,7 @@ def favor_features(x: Tensor, w: Tensor, is_query: bool, pad_mask: Tensor | None
     padded = None if pad_mask is None else pad_mask[:, None, :, None]  # (B, 1, L, 1)
     if is_query:
         stab = row_max
-    else:
+    elif stab is None:
         real = row_max if padded is None else row_max.masked_fill(padded, float("-inf"))
         stab = real.amax(dim=-2, keepdim=True)  # (B, H, 1, 1)
         stab = torch.where(torch.isfinite(stab), stab, torch.zeros_like(stab))
@@ -88,3 +100,27 @@ class PerformerAttention(AttentionCore):
         w = self.features.to(q.dtype)
         fq, fk = favor_features(q, w, True), favor_features(k, w, False, pad_mask)
         return kernel_attention(fq, fk, v, pad_mask, causal, self.chunk)
+
+    def state_size(self, length: int) -> int:
+        """The sums of ``decode_step`` and their stabiliser: H x (m x (Dh + 1) + 1), at any length."""
+        h, d = self.sizes()
+        return h * (self.n_features * (d + 1) + 1)
+
+    def decode_step(self, q: Tensor, k: Tensor, v: Tensor, state: State) -> tuple[Tensor, State]:
+        """New positions q, k, v (B, H, t, Dh) after the state ({} at the start) -> ((B, H, t, Dh), the state after
+        them): linear attention's running sums of phi(k) [v, 1]^T, (B, H, m, Dh + 1), with FAVOR+'s features.
+
+        The keys' features need one stabiliser for every key a query reads; the state keeps the sums scaled by
+        exp(-peak), the largest key exponent so far (B, H, 1, 1), and a key above it rescales them by exp(old - new)
+        first, as an online softmax does, so no feature overflows and the state keeps its size. The stabiliser
+        cancels between numerator and normaliser: the outputs are the causal pass's.
+        """
+        w = self.features.to(q.dtype)
+        peak = key_peak(k, w) if not state else torch.maximum(state["peak"], key_peak(k, w))
+        fq, fk, v1 = favor_features(q, w, True), favor_features(k, w, False, stab=peak), with_ones(v)
+        sums = causal_sums(fq, fk, v1, self.chunk)  # among the new positions
+        s = fk.transpose(-2, -1) @ v1  # (B, H, m, Dv + 1)
+        if state:
+            past = state["s"] * torch.exp(state["peak"] - peak)
+            sums, s = sums + fq @ past, s + past
+        return divided(sums), {"s": s, "peak": peak}
