@@ -129,3 +129,18 @@ def test_a_screenshot_of_a_missing_page_names_the_command_that_builds_one(tmp_pa
 
     with pytest.raises(FileNotFoundError, match="python -m suite.report"):
         screenshot(tmp_path / "index.html", tmp_path / "first.png")
+
+
+def test_a_tall_figure_is_saved_at_a_lower_resolution_and_a_small_one_at_the_usual(tmp_path):
+    from PIL import Image
+
+    from suite.report.drawing import DPI, MAX_PIXELS, plt, save
+
+    for name, height in (("small", 4.0), ("tall", 150.0)):
+        fig, ax = plt.subplots(figsize=(11.5, height))
+        ax.plot([0, 1], [0, 1])
+        width, tall = Image.open(save(fig, tmp_path / f"{name}.png")).size
+        if name == "small":
+            assert abs(width - 11.5 * DPI) < 0.1 * 11.5 * DPI  # "tight" trims a little
+        else:
+            assert MAX_PIXELS / 2 < width * tall <= MAX_PIXELS * 1.01

@@ -176,9 +176,21 @@ def share_scale(axes: list) -> None:
             ax.set_ylim(low, high)
 
 
+DPI = 110
+# A figure with a row per setting grows without bound (the capability map's learning curves: over a hundred rows, a
+# 5 MB image at DPI); past this many pixels it is drawn at a lower resolution, so a committed report stays small.
+MAX_PIXELS = 12_000_000
+
+
+def resolution(fig) -> float:
+    """The dots per inch ``save`` draws ``fig`` at: ``DPI``, lower where that would pass ``MAX_PIXELS``."""
+    width, height = fig.get_size_inches()
+    return min(DPI, math.sqrt(MAX_PIXELS / (width * height)))
+
+
 def save(fig, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
-    fig.savefig(out, dpi=110, bbox_inches="tight")  # "tight": a legend placed beside the panels is kept
+    fig.savefig(out, dpi=resolution(fig), bbox_inches="tight")  # "tight": a legend placed beside the panels is kept
     plt.close(fig)
     return out
