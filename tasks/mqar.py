@@ -25,7 +25,7 @@ from suite.models.language_model import LanguageModel, build_language_model
 from suite.models.scan import positive_int
 from suite.runtime.predictions import sequence_rows
 from suite.types import Batch
-from tasks.capabilities.base import Example, collate
+from tasks.capabilities.base import Example, collate, scored_logits
 
 
 def mqar_example(rng: random.Random, seq_len: int, n_pairs: int, n_keys: int, n_values: int, n_filler: int) -> Example:
@@ -120,8 +120,11 @@ class MqarTask:
         return build_language_model(model_cfg, self.vocab, self.length, pad_id=0, tie_output=False)
 
     def loss(self, model: nn.Module, batch: Batch) -> Tensor:
-        scored = batch.extra["scored"]
-        return F.cross_entropy(model.generator(model.features(batch.inputs)[scored]).float(), batch.targets[scored])
+        return F.cross_entropy(scored_logits(model, batch).float(), batch.targets[batch.extra["scored"]])
+
+    def infer(self, model: nn.Module, batch: Batch) -> Tensor:
+        """The inference pass ``job=speed`` times (``suite.types.Infers``): the logits at the queries."""
+        return scored_logits(model, batch)
 
     def evaluate(self, model: nn.Module, batches: Iterable[Batch], device: torch.device) -> dict[str, float]:
         """Accuracy over every query of the split, and the loss at the queries."""
@@ -129,7 +132,7 @@ class MqarTask:
         loss = 0.0
         for batch in batches:
             scored = batch.extra["scored"]
-            logits = model.generator(model.features(batch.inputs)[scored]).float()
+            logits = scored_logits(model, batch).float()
             loss += float(F.cross_entropy(logits, batch.targets[scored], reduction="sum"))
             rows += sequence_rows(scored, logits.argmax(-1) == batch.targets[scored], len(rows))
         self.latest = rows

@@ -275,6 +275,10 @@ class NextTokenTask:
         scored = batch.extra["scored"]
         return F.cross_entropy(logits[scored].float(), batch.targets[scored])
 
+    def infer(self, model: nn.Module, batch: Batch) -> Tensor:
+        """The inference pass ``job=speed`` times (``suite.types.Infers``): (B, L, V) logits, every position at once."""
+        return model(batch.inputs)
+
     # --- what generation and the context-use measurement read (``suite.types.LanguageTask``) ---
 
     def eos_id(self) -> int:

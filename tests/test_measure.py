@@ -89,6 +89,34 @@ def test_speed_job_measures_a_sequence_to_sequence_model(task, model, precision,
     assert s["generate_cache_speedup"] == s["generate_tokens_per_s"] / s["generate_uncached_tokens_per_s"]
 
 
+LANGUAGE_MODEL_TASKS = {
+    # a causal language model scored at some positions (the capability map's diagnostics, MQAR) or at all of them
+    "capability/in_context_recall": ["task.n_train=64", "task.n_val=8", "task.n_test=8", "task.seq_len=32"],
+    "mqar": ["task.n_train=64", "task.n_val=8", "task.n_test=8", "task.seq_len=32", "task.n_pairs=4"],
+    "language_model": TINY_TASK["language_model"],
+}
+
+
+@pytest.mark.parametrize("task", sorted(LANGUAGE_MODEL_TASKS))
+@pytest.mark.parametrize("model", ["transformer", "gru"])
+def test_speed_job_measures_a_language_model_task(task, model, tmp_path, request):
+    # These tasks' models take ids alone (no padding mask), so job=speed failed on them with a TypeError until each
+    # task said how its model infers (suite.types.Infers): the capability map's step probe measures through it.
+    data = [f"data_dir={request.getfixturevalue('subset_data')}"] if task == "language_model" else []
+    cfg = shrink(
+        compose_config(
+            f"task={task}", f"model={model}", "job=speed", *LANGUAGE_MODEL_TASKS[task], *data,
+            "job.precision=fp32", "job.min_time_s=0", "job.repeats=2", "job.warmup=1", "job.measure_peak=false",
+            "job.batch_size=4",
+        )
+    )  # fmt: skip
+    record = execute(cfg, tmp_path)
+    assert record.status == "ok", record.error
+    s = record.speed
+    assert record.seq_len == 32 and s["batch_size"] == 4 and s["tokens"] == 4 * 32
+    assert s["train_step_ms"] > 0 and s["infer_ms"] > 0 and s["flops_train_step"] > s["flops_infer"] > 0
+
+
 def test_oom_point_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
     import suite.jobs.speed
 

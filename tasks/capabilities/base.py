@@ -53,6 +53,12 @@ class Generator(Protocol):
     def example(self, rng: random.Random, length: int) -> Example: ...
 
 
+def scored_logits(model: nn.Module, batch: Batch) -> Tensor:
+    """A language model's logits at the batch's scored positions, (S, V) for its S scored positions: what the loss, the
+    evaluation and ``job=speed``'s inference pass compute (the output layer skips the unscored positions)."""
+    return model.generator(model.features(batch.inputs)[batch.extra["scored"]])
+
+
 def collate(items: list[Example]) -> Batch:
     """Examples -> inputs (B, L), targets (B, L) (0 where not scored), extra['scored'] (B, L) bool; L the longest
     example's length, the shorter padded after their end (id 0, unscored: a causal model's outputs at an example's own
@@ -205,8 +211,11 @@ class SequenceDiagnostic:
         return build_language_model(model_cfg, self.generator.vocab, self.max_len(), pad_id=0, tie_output=False)
 
     def loss(self, model: nn.Module, batch: Batch) -> Tensor:
-        scored = batch.extra["scored"]
-        return F.cross_entropy(model.generator(model.features(batch.inputs)[scored]).float(), batch.targets[scored])
+        return F.cross_entropy(scored_logits(model, batch).float(), batch.targets[batch.extra["scored"]])
+
+    def infer(self, model: nn.Module, batch: Batch) -> Tensor:
+        """The inference pass ``job=speed`` times (``suite.types.Infers``): the logits at the scored positions."""
+        return scored_logits(model, batch)
 
     def evaluate(self, model: nn.Module, batches: Iterable[Batch], device: torch.device) -> dict[str, float]:
         """Accuracy and loss over the scored positions at the training length, and the accuracy at each longer
@@ -216,7 +225,7 @@ class SequenceDiagnostic:
         loss, counted = 0.0, 0
         for batch in batches:
             scored, length = batch.extra["scored"], batch.inputs.shape[1]
-            logits = model.generator(model.features(batch.inputs)[scored]).float()
+            logits = scored_logits(model, batch).float()
             hits = logits.argmax(-1) == batch.targets[scored]
             right.setdefault(length, []).extend(hits.tolist())
             if length == self.length:
