@@ -11,6 +11,7 @@ import pytest
 
 from tasks.capabilities.budget import budget, main, planned_runs, rows
 from tasks.capabilities.map import MapConfig
+from tasks.capabilities.probe import probed_tasks, ratio, settings
 from tests.test_capability_report import run
 
 PLAN = MapConfig(
@@ -26,8 +27,8 @@ PLAN = MapConfig(
 )
 
 
-def timed(record, seconds: float):
-    return dataclasses.replace(record, wall_seconds=seconds)
+def timed(record, seconds: float, training: float | None = None):
+    return dataclasses.replace(record, wall_seconds=seconds, train_seconds=training)
 
 
 def test_the_plan_counts_the_grid_the_other_seeds_and_the_knob_stage():
@@ -70,3 +71,58 @@ def test_a_variant_plans_its_own_tasks_alone():
 def test_a_missing_run_directory_is_named(tmp_path):
     with pytest.raises(SystemExit, match="no such run directory.*nowhere"):
         main([str(tmp_path / "nowhere")])
+
+
+def point(model: str, task: str, params: int, step_ms: float, status: str = "ok"):
+    """A step-probe record: job=speed at the map's shapes (tasks.capabilities.probe)."""
+    speed = {"train_step_ms": step_ms} if status == "ok" else {}
+    return dataclasses.replace(run(model, task, 3e-4, 0, None, params=params), job="speed", status=status, speed=speed)
+
+
+def test_the_probe_estimates_a_size_no_run_has_reached_from_a_size_that_ran():
+    records = [  # wall and training seconds: the rest (start-up, data) does not grow with the model
+        timed(run("lstm", "parity", 1e-3, 0, 0.6), 10.0, 8.0),
+        timed(run("lstm", "parity", 3e-3, 0, 1.0), 30.0, 28.0),
+        timed(run("lstm", "mqar", 1e-3, 0, 0.5), 100.0, 90.0),
+    ]
+    probe = [
+        point("lstm", "parity", 98_000, 20.0),
+        point("lstm", "parity", 390_000, 60.0),  # parity's step 3x longer at 400,000
+        point("lstm", "mqar", 98_000, 10.0),
+        point("lstm", "mqar", 390_000, 120.0, status="timeout"),  # not timed: MQAR takes the other tasks' ratio
+        point("transformer", "parity", 98_000, 5.0),  # the Transformer has no run anywhere: nothing to scale
+        point("transformer", "parity", 390_000, 9.0),
+    ]
+    lines = {(line.model, line.size): line for line in budget(records, PLAN, probe)}
+    big = lines[("lstm", 400_000)]
+    # parity: 2 s of start-up and 18 s of training at 100,000, the training x 3; MQAR: 10 + 90 x 3, parity's ratio
+    # being the only one timed
+    assert big.probed == pytest.approx({"parity": 2 + 18 * 3, "mqar": 10 + 90 * 3}) and big.unestimated == 0
+    assert big.probed_hours(2) == pytest.approx((5 * 56 + 11 * 280) / 2 / 3600) == big.hours_to_go(2)
+    assert lines[("lstm", 100_000)].probed == {}  # the measured size keeps its own means
+    assert lines[("transformer", 400_000)].probed == {} and lines[("transformer", 400_000)].unestimated == 16
+    table = {(r["model"], r["size"]): r for r in rows(list(lines.values()), jobs=2)}
+    assert table[("lstm", "400,000")]["of them from the probe"] == f"{(5 * 56 + 11 * 280) / 2 / 3600:.1f}"
+    assert table[("lstm", "100,000")]["of them from the probe"] == ""
+    # without a probe the table has no such column and the size stays unestimated, as before
+    assert "of them from the probe" not in rows(budget(records, PLAN), jobs=2)[0]
+
+
+def test_the_ratio_is_the_tasks_own_else_the_geometric_mean_of_the_others():
+    timed_steps = {("gru", 1, "a"): 10.0, ("gru", 4, "a"): 20.0, ("gru", 1, "b"): 10.0, ("gru", 4, "b"): 80.0}
+    assert ratio(timed_steps, "gru", "a", 4, 1) == 2.0 and ratio(timed_steps, "gru", "b", 1, 4) == 1 / 8
+    assert ratio(timed_steps, "gru", "c", 4, 1) == pytest.approx(4.0)  # sqrt(2 x 8)
+    assert ratio(timed_steps, "lstm", "a", 4, 1) is None
+
+
+def test_the_probe_times_the_maps_shapes_and_a_variant_its_own_task():
+    plan = dataclasses.replace(PLAN, variants={"lstm_variant": ["parity"]})
+    assert probed_tasks(plan, "lstm", ["mqar"]) == ["mqar"] and probed_tasks(plan, "lstm_variant", ["mqar"]) == [
+        "parity"
+    ]
+    assert {"job=speed", "job.batch_size=64", "job.precision=fp32"} <= set(settings(64))
+
+
+def test_a_missing_probe_directory_is_named(tmp_path):
+    with pytest.raises(SystemExit, match="no such probe directory.*tasks.capabilities.probe"):
+        main([str(tmp_path), "--probe", str(tmp_path / "nowhere")])

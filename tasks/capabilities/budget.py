@@ -11,20 +11,29 @@ estimated at the mean of the same model's finished runs of that task at that siz
 what a run costs (their lengths, and whether a model solves them early or runs to the step cap), so a task the model
 has not run yet is counted as to go and left unestimated, never guessed from another task's or another model's rate.
 Failed runs count as to go (the map runs them again).
+
+A size no run has reached yet (the map's 400,000 before its first run there) is estimated with ``--probe`` (the step
+probe's records: ``tasks.capabilities.probe``): a task's runs there take the same model's runs of that task at a size
+it ran, their training's share (``train_seconds``: the steps and the evaluations) times the ratio of the model's
+training steps at the two sizes as the probe timed them. That assumes as many steps at both sizes, which the runs will
+show; the table keeps those hours apart (``of them from the probe``).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from suite.report.tables import markdown
 from suite.runtime.record import ResultRecord, find_results
 from tasks.capabilities.cells import label, map_runs, size
 from tasks.capabilities.map import MapConfig, read_map
+from tasks.capabilities.probe import ratio, steps
 
 
 def planned_runs(m: MapConfig, task: str) -> int:
@@ -41,6 +50,7 @@ class Line:
     size: int
     seconds: dict[str, list[float]]
     planned: dict[str, int]
+    probed: dict[str, float] = dataclasses.field(default_factory=dict)  # task -> seconds a run, from the step probe
 
     @property
     def finished(self) -> list[float]:
@@ -55,33 +65,73 @@ class Line:
 
     @property
     def unestimated(self) -> int:
-        """Runs to go of the tasks this model has no finished run of at this size."""
-        return sum(self.left(task) for task in self.planned if not self.seconds.get(task))
+        """Runs to go of the tasks this model has no finished run of at this size, nor a probe's estimate."""
+        return sum(self.left(t) for t in self.planned if not self.seconds.get(t) and t not in self.probed)
 
     def hours_to_go(self, jobs: int) -> float:
-        """The estimated hours of the runs to go of the tasks it has run (the others: ``unestimated``)."""
-        known = (self.left(t) * statistics.mean(walls) for t, walls in self.seconds.items() if walls)
-        return sum(known) / jobs / 3600
+        """The estimated hours of the runs to go of the tasks it has run, and of those the probe estimates (the
+        others: ``unestimated``)."""
+        measured = sum(self.left(t) * statistics.mean(walls) for t, walls in self.seconds.items() if walls)
+        return measured / jobs / 3600 + self.probed_hours(jobs)
+
+    def probed_hours(self, jobs: int) -> float:
+        """The share of ``hours_to_go`` estimated through the step probe."""
+        own = (self.left(t) * s for t, s in self.probed.items() if not self.seconds.get(t))
+        return sum(own) / jobs / 3600
 
 
-def budget(records: list[ResultRecord], m: MapConfig) -> list[Line]:
-    """A line for every model and size of the plan (and any other the records hold), finished runs by wall seconds."""
-    done: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+def budget(records: list[ResultRecord], m: MapConfig, probe: list[ResultRecord] = ()) -> list[Line]:
+    """A line for every model and size of the plan (and any other the records hold), finished runs by wall seconds;
+    ``probe``: the step probe's records, which estimate the tasks a model has not run at a size from another size."""
+    done: Finished = defaultdict(lambda: defaultdict(list))
     for r in map_runs(records):
         if r.status == "ok" and r.wall_seconds is not None:
-            done[(label(r), size(r))][r.task].append(float(r.wall_seconds))
+            done[(label(r), size(r))][r.task].append((float(r.wall_seconds), float(r.train_seconds or 0.0)))
     keys = [(model, at) for at in m.sizes for model in m.everyone]
     keys += sorted(k for k in done if k not in keys)
     plan = {model: {task: planned_runs(m, task) for task in m.tasks_of(model)} for model, _ in keys}
-    return [Line(model, at, dict(done.get((model, at), {})), plan[model]) for model, at in keys]
+    timed = steps(probe)
+    lines = []
+    for model, at in keys:
+        walls = {task: [wall for wall, _ in runs] for task, runs in done.get((model, at), {}).items()}
+        lines.append(Line(model, at, walls, plan[model], probed(model, at, done, timed, plan[model])))
+    return lines
+
+
+Finished = dict[tuple[str, int], dict[str, list[tuple[float, float]]]]  # (model, size) -> task -> (wall, training) s
+
+
+def probed(
+    model: str, at: int, done: Finished, timed: dict[tuple[str, int, str], float], tasks: Sequence[str]
+) -> dict[str, float]:
+    """Task -> estimated seconds a run of ``model`` at size ``at``, for the tasks it has not run there, from the size
+    where it has the most runs of the task: their mean wall time with their training's share (the steps and the
+    evaluations) scaled by the probe's ratio of its steps at the two sizes; the rest (start-up, data) kept as it is."""
+    out = {}
+    for task in tasks:
+        if (done.get((model, at)) or {}).get(task):
+            continue
+        sources = [(len(by_task[task]), other) for (m, other), by_task in done.items()
+                   if m == model and other != at and by_task.get(task)]  # fmt: skip
+        if not sources:
+            continue
+        start = max(sources)[1]
+        factor = ratio(timed, model, task, at, start)
+        if factor is not None:
+            runs = done[(model, start)][task]
+            out[task] = statistics.mean(wall + training * (factor - 1) for wall, training in runs)
+    return out
 
 
 def rows(lines: list[Line], jobs: int) -> list[dict[str, str]]:
     """The table: a row a line, then the total (the estimated hours; the runs of tasks not yet run, counted)."""
     column = f"hours to go at {jobs} at a time"
 
-    def row(model: str, at: str, finished: list[float], to_go: int, hours: float, unknown: int) -> dict[str, str]:
-        return {
+    probing = any(line.probed for line in lines)
+
+    def row(model: str, at: str, finished: list[float], to_go: int, hours: float, probe: float, unknown: int
+            ) -> dict[str, str]:  # fmt: skip
+        out = {
             "model": model,
             "size": at,
             "finished": str(len(finished)),
@@ -90,15 +140,17 @@ def rows(lines: list[Line], jobs: int) -> list[dict[str, str]]:
             "to go": str(to_go),
             column: f"{hours:.1f}" + (f" + {unknown} runs not yet estimated" if unknown else ""),
         }
+        return out | ({"of them from the probe": f"{probe:.1f}" if probe else ""} if probing else {})
 
     out = [
-        row(line.model, f"{line.size:,}", line.finished, line.to_go, line.hours_to_go(jobs), line.unestimated)
+        row(line.model, f"{line.size:,}", line.finished, line.to_go, line.hours_to_go(jobs), line.probed_hours(jobs),
+            line.unestimated)
         for line in lines
-    ]
+    ]  # fmt: skip
     everything = [s for line in lines for s in line.finished]
     out.append(
         row("all", "", everything, sum(line.to_go for line in lines), sum(line.hours_to_go(jobs) for line in lines),
-            sum(line.unestimated for line in lines))
+            sum(line.probed_hours(jobs) for line in lines), sum(line.unestimated for line in lines))
     )  # fmt: skip
     return out
 
@@ -108,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", type=Path, help="the map's run directories (a sweep directory each)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2: a job a core here)")
     parser.add_argument("--out", type=Path, help="write the table here too (markdown)")
+    parser.add_argument("--probe", type=Path, help="the step probe's runs (tasks.capabilities.probe): estimate sizes "
+                        "not yet run from it")  # fmt: skip
     args = parser.parse_args(argv)
     missing = [str(p) for p in args.runs if not p.is_dir()]
     if missing:
@@ -115,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
             f"capability budget: no such run directory {missing} (python -m tasks.capabilities.map makes it)"
         )
     records = [r for _, r in find_results(*args.runs)]
-    table = markdown(rows(budget(records, read_map()), args.jobs))
+    if args.probe and not args.probe.is_dir():
+        raise SystemExit(f"capability budget: no such probe directory {args.probe} (python -m tasks.capabilities.probe "
+                         "makes it)")  # fmt: skip
+    probe = [r for _, r in find_results(args.probe)] if args.probe else []
+    table = markdown(rows(budget(records, read_map(), probe), args.jobs))
     print(table, end="")
     if args.out:
         args.out.write_text(table, encoding="utf-8")
