@@ -29,11 +29,18 @@ def orthogonal_features(m: int, d: int, generator: torch.Generator | None = None
     return directions * torch.randn(m, d, generator=generator).norm(dim=1, keepdim=True)
 
 
+def exponents(x: Tensor, w: Tensor) -> tuple[Tensor, Tensor]:
+    """The two parts of the features' exponents of x (B, H, L, Dh) for directions w (m, Dh), with x' = x / Dh^(1/4):
+    x' w^T (B, H, L, m) and |x'|^2 / 2 (B, H, L, 1); a feature is exp(the first minus the second), stabilised."""
+    x = x * x.size(-1) ** -0.25
+    return x @ w.t(), x.pow(2).sum(-1, keepdim=True) / 2
+
+
 def key_peak(k: Tensor, w: Tensor) -> Tensor:
     """The largest exponent of the keys k (B, H, L, Dh) over positions and features, (B, H, 1, 1): the stabiliser
     ``favor_features`` takes for keys without padding."""
-    x = k * k.size(-1) ** -0.25
-    return ((x @ w.t()).amax(-1, keepdim=True) - x.pow(2).sum(-1, keepdim=True) / 2).amax(-2, keepdim=True).detach()
+    projected, half_norm = exponents(k, w)
+    return (projected.amax(-1, keepdim=True) - half_norm).amax(-2, keepdim=True).detach()
 
 
 def favor_features(
@@ -48,9 +55,7 @@ def favor_features(
     at long lengths, are passed over by one subtraction and one exp, not five elementwise passes.
     ``stab`` (B, H, 1, 1): the keys' stabiliser given (decoding's running peak, ``key_peak``), not taken from x.
     """
-    x = x * x.size(-1) ** -0.25
-    projected = x @ w.t()  # (B, H, L, m)
-    half_norm = x.pow(2).sum(-1, keepdim=True) / 2  # (B, H, L, 1)
+    projected, half_norm = exponents(x, w)  # (B, H, L, m), (B, H, L, 1)
     row_max = projected.detach().amax(-1, keepdim=True) - half_norm.detach()  # each row's largest exponent
     padded = None if pad_mask is None else pad_mask[:, None, :, None]  # (B, 1, L, 1)
     if is_query:
