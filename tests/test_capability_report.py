@@ -127,6 +127,28 @@ def test_a_variant_has_its_own_tasks_cells_and_never_contends_for_a_column():
     assert by[("100,000", "lstm")]["parity"].startswith("**99.0**")
 
 
+def test_a_planned_cell_no_run_has_reached_says_so_and_a_planned_row_without_runs_is_listed():
+    plan = {**PLAN, "models": ["lstm", "transformer", "gru"], "variants": {"lstm_neg": ["parity"]}}
+    found = records()
+    for r in found:
+        r.config = {**r.config, "capability_map": plan}
+    found = [r for r in found if not (r.model == "lstm" and r.task == "mqar")]  # the LSTM's MQAR not yet run
+    by = {(r["size"], r["model"]): r for r in map_rows(found, outputs_for({}))}
+    assert by[("100,000", "lstm")]["mqar"] == "not run" and by[("100,000", "lstm")]["parity"].startswith("**99.0**")
+    gru = by[("100,000", "gru")]  # planned, no run at all: listed, every cell not run, nothing else claimed
+    assert (gru["mqar"], gru["parity"], gru["width"], gru["parameters"], gru["state"]) == (
+        "not run",
+        "not run",
+        "",
+        "",
+        "",
+    )
+    variant = by[("100,000", "lstm_neg")]
+    assert variant["parity"] == "not run" and variant["mqar"] == ""  # a variant owes its own tasks alone
+    assert by[("400,000", "lstm")]["parity"] == "not run"  # at a size some run has reached
+    assert by[("100,000", "winner (paired test)")]["parity"] == "lstm"  # a row without runs contends for nothing
+
+
 def test_a_rows_state_is_declared_at_the_longest_length_its_runs_reached():
     """A cache grows with the length: the row gives it at the longest length of any of its runs, not the first's."""
     short = run("transformer", "mqar", 1e-3, 1, 0.4)

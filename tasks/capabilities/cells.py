@@ -106,6 +106,19 @@ def variants(records: list[ResultRecord]) -> set[str]:
     return {v for r in records for v in ((r.config.get("capability_map") or {}).get("variants") or {})}
 
 
+def planned(records: list[ResultRecord]) -> dict[str, list[str] | None]:
+    """The map's rows as its plan names them in the records' own configs: model -> its tasks (None: every task; a
+    variant: the tasks ``capability_map.variants`` gives it)."""
+    out: dict[str, list[str] | None] = {}
+    for r in records:
+        plan = r.config.get("capability_map") or {}
+        for model in plan.get("models") or []:
+            out.setdefault(model, None)
+        for model, tasks in (plan.get("variants") or {}).items():
+            out[model] = list(tasks)
+    return out
+
+
 def map_runs(records: list[ResultRecord], stage_name: str = STAGE_MAP) -> list[ResultRecord]:
     """The map's runs of one stage among ``records``."""
     return [r for r in records if is_map_run(r) and stage(r) == stage_name]

@@ -2,7 +2,8 @@
 
 - ``capabilities.md`` / ``.csv``: a row a model and size (its width, backbone parameters and state size beside it), a
   column a task; a cell is the mean test accuracy % over the seeds at the rate chosen on validation, ``↗`` where the
-  convergence test found a seed still learning (``k↗`` for k of them), a failed run's status where one failed. The best
+  convergence test found a seed still learning (``k↗`` for k of them), a failed run's status where one failed, ``not
+  run`` where the plan (``capability_map``) has a cell no run has reached yet, a row for a planned model too. The best
   model on a task at a size is bold only where it beats the runner-up by the paired test over the seeds and test
   examples (``suite.report.verdict.judged``); the line under the table names each task's verdict.
 - ``capability_map.png``: the same as a heatmap, one panel a size.
@@ -28,6 +29,7 @@ from suite.report.significance import Outputs
 from suite.report.verdict import OutputsOf, judged
 from suite.runtime.record import ResultRecord
 from tasks.capabilities.cells import STAGE_MAP, Cell, cells, is_map_run, label, map_runs, stage, train_length, variants
+from tasks.capabilities.cells import planned as planned_rows
 from tasks.capabilities.cells import size as size_of
 from tasks.capabilities.findings import FAILED, FINDINGS, SOLVED, judged_finding
 
@@ -73,9 +75,13 @@ def winners(
     return out
 
 
-def cell_text(cell: Cell | None, bold: bool) -> str:
+NOT_RUN = "not run"
+
+
+def cell_text(cell: Cell | None, bold: bool, due: bool = False) -> str:
+    """A cell's text; ``due``: the plan has this cell, so a missing one says it has not run yet (else blank)."""
     if cell is None:
-        return ""
+        return NOT_RUN if due else ""
     if cell.mean is None:
         return "/".join(cell.failed) or "no run"
     text = f"{100 * cell.mean:.1f}"
@@ -107,19 +113,21 @@ def map_rows(records: list[ResultRecord], outputs: OutputsOf) -> list[dict[str, 
     found, tasks = cells(runs), task_order(runs)
     won = winners(found, outputs, variants(runs))
     order = model_order(runs)
+    plan = planned_rows(runs)  # a planned row with no run yet is listed too, its cells 'not run'
     rows = []
     for at in sorted({k[0] for k in found}):
-        models = sorted({k[1] for k in found if k[0] == at}, key=lambda m: order(m.split(" ")[0]))
+        models = sorted({k[1] for k in found if k[0] == at} | set(plan), key=lambda m: order(m.split(" ")[0]))
         for model in models:
             own = [r for k, c in found.items() if k[:2] == (at, model) for r in c.runs]
-            first = own[0]
-            row = {"size": f"{at:,}", "model": model, "width": str((first.config.get("model") or {}).get("d_model"))}
-            row["parameters"] = f"{int((first.declaration or {}).get('parameters') or 0):,}"
-            # the state at the longest length any of the row's runs declared (one length a row: a cache grows)
-            row["state"] = state_text(max(own, key=lambda r: (r.declaration or {}).get("state_at_length") or 0))
+            row = {"size": f"{at:,}", "model": model, "width": "", "parameters": "", "state": ""}
+            if own:
+                row["width"] = str((own[0].config.get("model") or {}).get("d_model"))
+                row["parameters"] = f"{int((own[0].declaration or {}).get('parameters') or 0):,}"
+                # the state at the longest length any of the row's runs declared (one length a row: a cache grows)
+                row["state"] = state_text(max(own, key=lambda r: (r.declaration or {}).get("state_at_length") or 0))
             for task in tasks:
-                cell = found.get((at, model, task))
-                row[task] = cell_text(cell, won.get((at, task), (None, ""))[0] == model)
+                due = model in plan and (plan[model] is None or task in plan[model])
+                row[task] = cell_text(found.get((at, model, task)), won.get((at, task), (None, ""))[0] == model, due)
             rows.append(row)
         verdicts = {"size": f"{at:,}", "model": "winner (paired test)", "width": "", "parameters": "", "state": ""}
         for task in tasks:
