@@ -11,7 +11,7 @@ import pytest
 
 from tasks.capabilities.budget import budget, main, planned_runs, rows
 from tasks.capabilities.map import MapConfig
-from tasks.capabilities.probe import probed_tasks, ratio, settings
+from tasks.capabilities.probe import probed_tasks, ratio, settings, table
 from tests.test_capability_report import run
 
 PLAN = MapConfig(
@@ -126,3 +126,12 @@ def test_the_probe_times_the_maps_shapes_and_a_variant_its_own_task():
 def test_a_missing_probe_directory_is_named(tmp_path):
     with pytest.raises(SystemExit, match="no such probe directory.*tasks.capabilities.probe"):
         main([str(tmp_path), "--probe", str(tmp_path / "nowhere")])
+
+
+def test_the_probes_table_gives_each_step_and_its_ratio_to_the_smallest_size():
+    points = [point("lstm", "parity", 390_000, 60.0), point("lstm", "parity", 98_000, 20.0),
+              point("lstm", "mqar", 98_000, 10.0, status="timeout")]  # fmt: skip
+    rows = table(points)
+    assert [(r["size"], r["train step (ms)"], r["x the smallest size"]) for r in rows] == [
+        ("100,000", "20.0", "1.00"), ("400,000", "60.0", "3.00")
+    ]  # the timed-out point is not a step  # fmt: skip

@@ -11,6 +11,7 @@ speed records, never map cells (``tasks.capabilities.cells.is_map_run`` takes tr
 
     python -m tasks.capabilities.probe                                   # every model, both sizes, PROBED tasks
     python -m tasks.capabilities.probe --models mamba lstm --tasks a4   # a subset
+    python -m tasks.capabilities.probe --table results/capabilities_probe   # the steps timed, a row a point
     python -m tasks.capabilities.budget results/capabilities_runs --probe results/capabilities_probe
 
 Each point is a job of its own directory under ``runs/capabilities_probe`` (task, model, width), skipped once
@@ -28,9 +29,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
 
+from suite.report.tables import markdown
 from suite.runtime.compose import composed
 from suite.runtime.paths import PROJECT_ROOT
-from suite.runtime.record import ResultRecord
+from suite.runtime.record import ResultRecord, find_results
 from tasks.capabilities.cells import BENCHMARK, label, size
 from tasks.capabilities.map import LEDGER, MapConfig, command, read_map, timed
 from tasks.capabilities.sizing import plan
@@ -80,6 +82,27 @@ def ratio(probed: dict[tuple[str, int, str], float], model: str, task: str, to: 
     return math.exp(statistics.mean(math.log(x) for x in ratios)) if ratios else None
 
 
+def table(records: Sequence[ResultRecord]) -> list[dict[str, str]]:
+    """A row a probed model, task and size: the width, the training step (median ms, its spread), how many times the
+    model's step at its smallest probed size on that task it is, the other processes' share of the CPU while it was
+    timed, and the machine (its threads)."""
+    points = sorted((r for r in records if is_probe(r)), key=lambda r: (label(r), r.task, size(r)))
+    smallest: dict[tuple[str, str], float] = {}
+    rows = []
+    for r in points:
+        ms = float(r.speed[STEP])
+        first = smallest.setdefault((label(r), r.task), ms)
+        share = r.speed.get("others_cpu_share")
+        rows.append({
+            "model": label(r), "task": r.task, "size": f"{size(r):,}",
+            "width": str((r.config.get("model") or {}).get("d_model")),
+            "train step (ms)": f"{ms:.1f}", "spread (ms)": f"{float(r.speed.get('train_step_iqr_ms', 0)):.1f}",
+            "x the smallest size": f"{ms / first:.2f}",
+            "others' CPU share": "" if share is None else f"{100 * float(share):.0f} %", "device": r.device or "",
+        })  # fmt: skip
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", help="a subset of the map's models (default: all, variants too)")
@@ -88,7 +111,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=max(1, len(os.sched_getaffinity(0)) // 2),
                         help="threads a point (default: a map job's share, the cores over its two jobs)")  # fmt: skip
     parser.add_argument("--dry-run", action="store_true", help="print the commands; run nothing")
+    parser.add_argument("--table", type=Path, metavar="DIR", help="print the table of the probe's points in DIR (and "
+                        "--out it); run nothing")  # fmt: skip
+    parser.add_argument("--out", type=Path, help="with --table: write the table here too (markdown)")
     args, extra = parser.parse_known_args(argv)
+    if args.table:
+        if not args.table.is_dir():
+            raise SystemExit(f"capability probe: no such directory {args.table} (python -m tasks.capabilities.probe)")
+        text = markdown(table([r for _, r in find_results(args.table)]))
+        print(text, end="")
+        if args.out:
+            args.out.write_text(text, encoding="utf-8")
+        return 0
     m = read_map(extra)
     sweep = SWEEP_DIR if SWEEP_DIR.is_absolute() else PROJECT_ROOT / SWEEP_DIR
     m = dataclasses.replace(m, sweep_dir=sweep)
