@@ -149,6 +149,21 @@ def test_a_planned_cell_no_run_has_reached_says_so_and_a_planned_row_without_run
     assert by[("100,000", "winner (paired test)")]["parity"] == "lstm"  # a row without runs contends for nothing
 
 
+def test_the_heatmap_draws_a_planned_row_without_runs_as_the_table_lists_it(tmp_path, monkeypatch):
+    import tasks.capabilities.map_report as map_report
+
+    drawn = []
+    monkeypatch.setattr(map_report, "save", lambda fig, out: drawn.append(fig) or out)
+    found = records()
+    for r in found:
+        r.config = {**r.config, "capability_map": {**PLAN, "models": ["lstm", "transformer", "gru"]}}
+    map_report.capability_map(found, tmp_path / "map.png")
+    panel = drawn[0].axes[0]  # 100,000
+    assert {t.get_text() for t in panel.get_yticklabels()} == {"transformer", "lstm", "gru"}
+    assert sum(t.get_text() == "not run" for t in panel.texts) == 2  # the GRU's two planned cells
+    map_report.plt.close(drawn[0])
+
+
 def test_a_rows_state_is_declared_at_the_longest_length_its_runs_reached():
     """A cache grows with the length: the row gives it at the longest length of any of its runs, not the first's."""
     short = run("transformer", "mqar", 1e-3, 1, 0.4)

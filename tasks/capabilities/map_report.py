@@ -34,6 +34,7 @@ from tasks.capabilities.cells import size as size_of
 from tasks.capabilities.findings import FAILED, FINDINGS, SOLVED, judged_finding
 
 MARK_LEARNING = "↗"
+NOT_RUN = "not run"
 
 
 def state_text(r: ResultRecord) -> str:
@@ -73,9 +74,6 @@ def winners(
         means = {m: c.mean for m, c in models.items() if c.mean is not None}
         out[column] = judged({m: c.ok for m, c in models.items()}, means, "accuracy", at_training_length(outputs))
     return out
-
-
-NOT_RUN = "not run"
 
 
 def cell_text(cell: Cell | None, bold: bool, due: bool = False) -> str:
@@ -139,14 +137,18 @@ def map_rows(records: list[ResultRecord], outputs: OutputsOf) -> list[dict[str, 
 
 def capability_map(records: list[ResultRecord], out: Path) -> Path | None:
     """The map as a heatmap: a panel a size, a row a model, a column a task, the mean accuracy % written in each cell
-    (↗ a seed still learning; 'failed' where no run finished)."""
+    (↗ a seed still learning; 'failed' where no run finished; 'not run' where the plan has a cell no run reached)."""
     runs = map_runs(records)
     if not runs:
         return None
     found, tasks = cells(runs), task_order(runs)
     sizes = sorted({k[0] for k in found})
     order = model_order(runs)
-    models = {at: sorted({k[1] for k in found if k[0] == at}, key=lambda m: order(m.split(" ")[0])) for at in sizes}
+    plan = planned_rows(runs)  # as the table: a planned row without runs is drawn too, its cells 'not run'
+    models = {
+        at: sorted({k[1] for k in found if k[0] == at} | set(plan), key=lambda m: order(m.split(" ")[0]))
+        for at in sizes
+    }
     height = max(len(m) for m in models.values())
     fig, axes = plt.subplots(
         1, len(sizes), figsize=(0.75 * len(tasks) * len(sizes) + 2.5, 0.36 * height + 2), squeeze=False
@@ -159,6 +161,8 @@ def capability_map(records: list[ResultRecord], out: Path) -> Path | None:
             for j, t in enumerate(tasks):
                 cell = found.get((at, m, t))
                 if cell is None:
+                    if m in plan and (plan[m] is None or t in plan[m]):
+                        ax.text(j, i, NOT_RUN, ha="center", va="center", fontsize=5, color="#777777")
                     continue
                 text = (
                     "failed"
