@@ -14,8 +14,8 @@ speed records, never map cells (``tasks.capabilities.cells.is_map_run`` takes tr
     python -m tasks.capabilities.probe --table results/capabilities_probe   # the steps timed, a row a point
     python -m tasks.capabilities.budget results/capabilities_runs --probe results/capabilities_probe
 
-Each point is a job of its own directory under ``runs/capabilities_probe`` (task, model, width), skipped once
-finished, as the map's are; run it on otherwise idle cores, one job at a time, since it times.
+Each point is a job of its own directory under ``runs/capabilities_probe`` (or ``hydra.sweep.dir=``; task, model,
+width), skipped once finished, as the map's are; run it on otherwise idle cores, one job at a time, since it times.
 """
 
 from __future__ import annotations
@@ -124,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             args.out.write_text(text, encoding="utf-8")
         return 0
     m = read_map(extra)
-    sweep = SWEEP_DIR if SWEEP_DIR.is_absolute() else PROJECT_ROOT / SWEEP_DIR
-    m = dataclasses.replace(m, sweep_dir=sweep)
+    if not any(e.startswith("hydra.sweep.dir=") for e in extra):  # the probe's own directory, not the map's
+        m = dataclasses.replace(m, sweep_dir=PROJECT_ROOT / SWEEP_DIR)
     models = args.models or m.everyone
     unknown = sorted(set(models) - set(m.everyone)) + sorted(set(args.tasks) - set(m.tasks))
     if unknown:
