@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from suite.models.mamba import MambaBlock, MambaEncoder, selective_scan
-from suite.models.selective_loop import CHUNK, selective_loop
+from suite.models.selective_loop import CHUNK, chunk_positions, selective_loop
 from tests.conftest import TINY_LONG_RANGE, compose_config
 
 
@@ -43,7 +43,8 @@ def test_the_selective_scan_is_the_sequential_recurrence(kernel, chunk, negative
 
 
 @pytest.mark.parametrize("negative", [False, True], ids=["(0, 1)", "(-1, 1)"])
-@pytest.mark.parametrize("chunk", [1, 3, CHUNK, 64])  # 19 positions: chunks that divide it, that don't, and one past it
+# 19 positions: chunks that divide it, that don't, one past it, and the one picked for the shapes (None)
+@pytest.mark.parametrize("chunk", [1, 3, CHUNK, 64, None])
 def test_the_loops_backward_is_the_sequential_recurrences_in_float64(chunk, negative):
     """Every input's gradient of the loop (its own backward) against autograd through the recurrence written plainly,
     from a carried state and to the last state as well as the outputs, whatever the loop's chunk."""
@@ -170,3 +171,12 @@ def test_the_config_builds_a_classifier_and_a_language_model():
     lm = build_language_model(cfg.model, vocab_size=30, context=16)
     logits, state = lm.step(torch.randint(1, 30, (2, 3)), 0, {})
     assert logits.shape == (2, 3, 30) and "h1" in state
+
+
+def test_the_loops_chunk_keeps_its_inputs_in_cache_from_two_to_eight_positions():
+    # (T, B, E, N) float32 within 1 MiB: 8 positions at B 16, E 128; 2 at the LRA's shapes (B 32, E 256) and the
+    # capability map's (B 64, E 160 at 100,000 parameters, E 336 at 400,000), the fastest there (python -m
+    # suite.tools.scan_bench --chunks); never 1 (a position's operations each pay their overhead) nor more than CHUNK
+    assert chunk_positions(16, 128, 16) == 8 and chunk_positions(1, 8, 4) == CHUNK
+    assert chunk_positions(32, 256, 16) == 2 and chunk_positions(64, 160, 16) == 2 and chunk_positions(64, 336, 16) == 2
+    assert chunk_positions(16, 128, 16, itemsize=8) == 4 and chunk_positions(8, 128, 16, itemsize=8) == 8

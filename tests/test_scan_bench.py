@@ -25,3 +25,13 @@ def test_the_error_table_holds_each_scan_to_float64():
     # the reason ours chunks: one logcumsumexp over 4K positions loses more digits than chunks of 256
     assert errors[4096]["ours (chunks of 256)"] < errors[4096]["mingru-pytorch"]
     assert errors[4096]["ours (the loop)"] < errors[4096]["mingru-pytorch"]  # the recurrence itself, in float32
+
+
+def test_the_chunk_table_times_every_chunk_and_names_the_one_picked(capsys):
+    from suite.tools.scan_bench import chunk_table
+
+    rows = chunk_table([16], batch=2, width=8, warmup=0, repeats=1)
+    assert [r["length"] for r in rows] == ["16"] and rows[0]["picked"] == "8"  # tiny shapes: the most positions
+    assert all(float(rows[0][f"chunk {c} (ms)"]) > 0 for c in (1, 2, 4, 8, 16))
+    assert main(["--chunks", "--lengths", "16", "--batch", "2", "--width", "8", "--repeats", "1"]) == {}
+    assert "positions a chunk" in capsys.readouterr().out

@@ -3,12 +3,13 @@
 h_t = exp(delta_t A) h_(t-1) + (delta_t x_t) B_t and y_t = h_t C_t, for x, delta (B, L, E), A (E, N), B, C (B, L, N).
 The parallel scans (``mambapy``'s pscan, the log-space scan) first build exp(delta A) and delta B x for every position,
 (B, L, E, N) numbers each, and then pass over them and their gradients a dozen times or more: on a CPU the scan is
-bound by those passes, not by its arithmetic. Here the positions go in chunks of a few (``CHUNK``): a chunk's decays
-and inputs are made in one operation each, (T, B, E, N) small enough to stay in cache, the loop inside the chunk is
-one multiply-add a position, and the chunk's outputs are one batched product. Only the state before each chunk is
-kept; the backward makes a chunk's states again from it (one more multiply-add a position), runs the gradient's
-recurrence through the chunk in reverse, and takes every other gradient of the chunk in a few batched operations. So
-nothing of size (L, B, E, N) is ever written: a fresh tensor that large costs its page faults on a CPU at every step.
+bound by those passes, not by its arithmetic. Here the positions go in chunks of a few (``chunk_positions``): a
+chunk's decays and inputs are made in one operation each, (T, B, E, N) small enough to stay in cache, the loop inside
+the chunk is one multiply-add a position, and the chunk's outputs are one batched product. Only the state before each
+chunk is kept; the backward makes a chunk's states again from it (one more multiply-add a position), runs the
+gradient's recurrence through the chunk in reverse, and takes every other gradient of the chunk in a few batched
+operations. So nothing of size (L, B, E, N) is ever written: a fresh tensor that large costs its page faults on a CPU
+at every step.
 
 With ``negative``, the decay is 2 exp(delta_t A) - 1 in (-1, 1) rather than exp(delta_t A) in (0, 1): Grazzi et al.
 2024's extended range (their Mamba [-1, 1]); its derivative with respect to delta_t A is the decay plus 1.
@@ -19,7 +20,19 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-CHUNK = 8  # positions a chunk: (8, B, E, N) fits in a core's cache at the LRA width (B 16, E 128, N 16)
+CHUNK = 8  # the most positions a chunk takes
+CHUNK_BYTES = 1 << 20  # what a chunk's (T, B, E, N) tensor may take: its decays and its states, one each, stay in cache
+
+
+def chunk_positions(batch: int, width: int, states: int, itemsize: int = 4) -> int:
+    """Positions a chunk for a (B, E, N) state: as many as fit ``CHUNK_BYTES`` (a power of two), from 2 to ``CHUNK``.
+
+    Timed with ``python -m suite.tools.scan_bench --chunks`` (fp32, forward and backward of one layer's loop, one
+    thread): 8 positions were the fastest at B 16, E 128; 2 at the LRA's shapes (B 32, E 256) and the capability
+    map's (B 64, E 160 and 336), where (8, B, E, N) tensors no longer stay in cache; 1 never (a chunk's operations
+    each pay their overhead a position)."""
+    fit = CHUNK_BYTES // max(1, batch * width * states * itemsize)
+    return max(2, min(CHUNK, 1 << max(0, fit.bit_length() - 1)))
 
 
 def position_major(*xs: Tensor) -> list[Tensor]:
@@ -102,12 +115,15 @@ def selective_loop(
     B: Tensor,
     C: Tensor,
     h0: Tensor | None = None,
-    chunk: int = CHUNK,
+    chunk: int | None = None,
     negative: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """x, delta (B, L, E), A (E, N), B, C (B, L, N), h0 (B, E, N) or None (zeros) -> (y (B, L, E), h_L (B, E, N)),
     y_t = C_t . h_t without the skip D x_t, in the inputs' precision (autocast off: a bf16 state would drift);
-    ``negative``: the decay 2 exp(delta A) - 1."""
+    ``chunk``: positions a chunk (None: ``chunk_positions`` for these shapes); ``negative``: the decay
+    2 exp(delta A) - 1."""
+    if chunk is None:
+        chunk = chunk_positions(x.shape[0], x.shape[2], A.shape[1], torch.promote_types(x.dtype, A.dtype).itemsize)
     if h0 is None:
         h0 = x.new_zeros(x.shape[0], x.shape[2], A.shape[1])
     with torch.autocast(x.device.type, enabled=False):

@@ -2,6 +2,7 @@
 
     python -m suite.tools.scan_bench                      # lengths 1024 and 4096, batch 4, one thread
     python -m suite.tools.scan_bench --lengths 1024 4096 16384
+    python -m suite.tools.scan_bench --chunks --batch 64 --width 80 --lengths 64   # the loop's chunk, map shapes
 
 Two tables, every row timed interleaved (median, IQR), the same weights and inputs for both:
 
@@ -27,13 +28,14 @@ from typing import Callable
 
 import torch
 
-from suite.measure.timing import Timing
+from suite.measure.timing import Timing, time_calls
 from suite.models.linear_loop import linear_loop
 from suite.models.mamba import MambaBlock
 from suite.models.minrnn import MinRNN
 from suite.models.scan import log_scan
+from suite.models.selective_loop import chunk_positions, selective_loop
 from suite.runtime import numerics
-from suite.tools import measured_on
+from suite.tools import measured_on, titled
 from suite.tools.peers import peer_tables
 
 
@@ -89,6 +91,29 @@ def print_errors(errors: dict[int, dict[str, float]]) -> None:
     print()
 
 
+def chunk_table(lengths: list[int], batch: int, width: int, warmup: int, repeats: int) -> list[dict[str, str]]:
+    """Our loop (``selective_loop``) at each chunk length and at the one ``chunk_positions`` picks, forward and backward
+    of one layer's scan at E = 2 x width, N = 16, timed interleaved: a row a length, a column a chunk (median ms)."""
+    states, inner = 16, 2 * width
+    picked = chunk_positions(batch, inner, states)
+    out = []
+    for length in lengths:
+        torch.manual_seed(0)
+        inputs = [torch.randn(batch, length, inner), torch.rand(batch, length, inner) * 0.1, -torch.rand(inner, states),
+                  torch.randn(batch, length, states), torch.randn(batch, length, states)]  # fmt: skip
+        for t in inputs:
+            t.requires_grad_()
+
+        def call(chunk: int) -> Callable[[], None]:
+            return lambda: sum(v.sum() for v in selective_loop(*inputs, chunk=chunk)).backward()
+
+        times = time_calls({str(c): call(c) for c in (1, 2, 4, 8, 16)}, torch.device("cpu"), warmup, repeats)
+        row = {"length": str(length)} | {f"chunk {c} (ms)": f"{t.median * 1e3:.1f}" for c, t in times.items()}
+        share = next(iter(times.values())).others_cpu_share
+        out.append(row | {"picked": str(picked), "others' CPU share": "" if share is None else f"{100 * share:.0f} %"})
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict[str, dict[int, dict[str, Timing]]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 4096])
@@ -96,10 +121,15 @@ def main(argv: list[str] | None = None) -> dict[str, dict[int, dict[str, Timing]
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--chunks", action="store_true", help="only our loop's chunk lengths against each other")
     args = parser.parse_args(argv)
     numerics.set_flush_denormals(True)
     cpu = torch.device("cpu")
     print(measured_on(cpu, f"batch {args.batch}, width {args.width}, fp32, forward + backward"))
+    if args.chunks:
+        print(titled("mamba, our loop's positions a chunk: one layer's scan, forward + backward",
+                     chunk_table(args.lengths, args.batch, args.width, args.warmup, args.repeats)))  # fmt: skip
+        return {}
     pairs = (
         ("mamba, our loop", lambda n: mamba_pair(n, args.batch, args.width, "loop"), "mambapy"),
         ("mamba, our log-space scan", lambda n: mamba_pair(n, args.batch, args.width, "log"), "mambapy"),
