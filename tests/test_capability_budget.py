@@ -135,3 +135,22 @@ def test_the_probes_table_gives_each_step_and_its_ratio_to_the_smallest_size():
     assert [(r["size"], r["train step (ms)"], r["x the smallest size"]) for r in rows] == [
         ("100,000", "20.0", "1.00"), ("400,000", "60.0", "3.00")
     ]  # the timed-out point is not a step  # fmt: skip
+
+
+def test_a_resumed_run_keeps_no_negative_start_up_and_a_run_without_training_time_scales_whole():
+    # a resumed run's wall time is its last session's alone, shorter than its training restored from the checkpoint
+    records = [timed(run("lstm", "parity", 1e-3, 0, 0.6), 10.0, 50.0), timed(run("lstm", "mqar", 1e-3, 0, 0.5), 100.0)]
+    probe = [point("lstm", "parity", 98_000, 20.0), point("lstm", "parity", 390_000, 60.0)]
+    big = {(line.model, line.size): line for line in budget(records, PLAN, probe)}[("lstm", 400_000)]
+    assert big.probed == pytest.approx({"parity": 0 + 50 * 3, "mqar": 100 * 3})
+
+
+def test_two_probe_points_of_one_model_size_and_task_are_refused_by_name():
+    twice = [point("lstm", "parity", 98_000, 20.0), point("lstm", "parity", 99_000, 21.0)]
+    with pytest.raises(ValueError, match="two points for lstm at 100,000 on parity"):
+        budget([], PLAN, twice)
+
+
+def test_the_probe_table_leaves_the_ratio_blank_without_the_smallest_size():
+    rows = table([point("lstm", "parity", 390_000, 60.0), point("lstm", "parity", 98_000, 20.0, status="timeout")])
+    assert [(r["size"], r["x the smallest size"]) for r in rows] == [("400,000", "")]

@@ -10,7 +10,7 @@ import random
 from suite.report.significance import Outputs
 from suite.runtime.record import ResultRecord
 from suite.runtime.verdicts import PLATEAUED, STILL_LEARNING
-from tasks.capabilities.cells import best_rate, cells, size
+from tasks.capabilities.cells import best_rate, cells, owes, planned, size
 from tasks.capabilities.map_report import capability_map, extrapolation, knob_groups, knobs, map_rows
 
 PLAN = {"sizes": [100_000, 400_000], "tasks": ["mqar", "parity"]}
@@ -147,6 +147,11 @@ def test_a_planned_cell_no_run_has_reached_says_so_and_a_planned_row_without_run
     assert variant["parity"] == "not run" and variant["mqar"] == ""  # a variant owes its own tasks alone
     assert by[("400,000", "lstm")]["parity"] == "not run"  # at a size some run has reached
     assert by[("100,000", "winner (paired test)")]["parity"] == "lstm"  # a row without runs contends for nothing
+    # listed right after the plan's model before it that has runs (the Transformer), wherever that one sorts
+    order = [r["model"] for r in map_rows(found, outputs_for({})) if r["size"] == "100,000"]
+    assert order.index("gru") == order.index("transformer") + 1
+    plan["models"] = ["gru", "lstm", "transformer"]  # first in the plan: before every row
+    assert [r["model"] for r in map_rows(found, outputs_for({}))][0] == "gru"
 
 
 def test_the_heatmap_draws_a_planned_row_without_runs_as_the_table_lists_it(tmp_path, monkeypatch):
@@ -201,3 +206,13 @@ def test_the_figures_are_drawn(tmp_path):
     assert dict(groups[("mqar", "seq_len", 100_000)]["lstm"].points) == {32.0: [0.5], 128.0: [0.4]}
     assert dict(groups[("mqar", "n_pairs", 100_000)]["lstm"].points)[8.0] == [0.5]  # not the longer run
     assert map_rows([], outputs_for({})) == [] and capability_map([], tmp_path / "none.png") is None
+
+
+def test_the_plan_is_the_union_of_the_records_plans():
+    early, late = run("lstm", "parity", 1e-3, 0, 0.6), run("gru", "parity", 1e-3, 0, 0.6)
+    early.config = {**early.config, "capability_map": {"models": ["lstm"], "variants": {"v": ["parity"]}}}
+    late.config = {**late.config, "capability_map": {"models": ["lstm", "gru"], "variants": {"v": ["a4"]}}}
+    plan = planned([early, late])
+    assert plan == {"lstm": None, "gru": None, "v": ["parity", "a4"]}
+    assert owes(plan, "gru", "mqar") and owes(plan, "v", "a4") and not owes(plan, "v", "mqar")
+    assert not owes(plan, "rnn", "parity")

@@ -43,8 +43,8 @@ def test_the_selective_scan_is_the_sequential_recurrence(kernel, chunk, negative
 
 
 @pytest.mark.parametrize("negative", [False, True], ids=["(0, 1)", "(-1, 1)"])
-# 19 positions: chunks that divide it, that don't, one past it, and the one picked for the shapes (None)
-@pytest.mark.parametrize("chunk", [1, 3, CHUNK, 64, None])
+# 19 positions: chunks that divide it (1), that don't (2, the map's, 3 and 8), one past it, the one picked (None)
+@pytest.mark.parametrize("chunk", [1, 2, 3, CHUNK, 64, None])
 def test_the_loops_backward_is_the_sequential_recurrences_in_float64(chunk, negative):
     """Every input's gradient of the loop (its own backward) against autograd through the recurrence written plainly,
     from a carried state and to the last state as well as the outputs, whatever the loop's chunk."""

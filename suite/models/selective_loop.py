@@ -25,7 +25,8 @@ CHUNK_BYTES = 1 << 20  # what a chunk's (T, B, E, N) tensor may take: its decays
 
 
 def chunk_positions(batch: int, width: int, states: int, itemsize: int = 4) -> int:
-    """Positions a chunk for a (B, E, N) state: as many as fit ``CHUNK_BYTES`` (a power of two), from 2 to ``CHUNK``.
+    """Positions a chunk for a (B, E, N) state: the most that fit ``CHUNK_BYTES`` (a power of two), at least 2 (where
+    not even 2 fit) and at most ``CHUNK``.
 
     Timed with ``python -m suite.tools.scan_bench --chunks`` (fp32, forward and backward of one layer's loop, one
     thread): 8 positions were the fastest at B 16, E 128; 2 at the LRA's shapes (B 32, E 256) and the capability

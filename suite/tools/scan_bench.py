@@ -105,7 +105,12 @@ def chunk_table(lengths: list[int], batch: int, width: int, warmup: int, repeats
             t.requires_grad_()
 
         def call(chunk: int) -> Callable[[], None]:
-            return lambda: sum(v.sum() for v in selective_loop(*inputs, chunk=chunk)).backward()
+            def once() -> None:
+                for t in inputs:
+                    t.grad = None  # a fresh gradient a call, as in a training step
+                sum(v.sum() for v in selective_loop(*inputs, chunk=chunk)).backward()
+
+            return once
 
         times = time_calls({str(c): call(c) for c in (1, 2, 4, 8, 16)}, torch.device("cpu"), warmup, repeats)
         row = {"length": str(length)} | {f"chunk {c} (ms)": f"{t.median * 1e3:.1f}" for c, t in times.items()}

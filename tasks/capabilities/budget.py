@@ -12,11 +12,13 @@ what a run costs (their lengths, and whether a model solves them early or runs t
 has not run yet is counted as to go and left unestimated, never guessed from another task's or another model's rate.
 Failed runs count as to go (the map runs them again).
 
-A size no run has reached yet (the map's 400,000 before its first run there) is estimated with ``--probe`` (the step
-probe's records: ``tasks.capabilities.probe``): a task's runs there take the same model's runs of that task at a size
-it ran, their training's share (``train_seconds``: the steps and the evaluations) times the ratio of the model's
-training steps at the two sizes as the probe timed them. That assumes as many steps at both sizes, which the runs will
-show; the table keeps those hours apart (``of them from the probe``).
+With ``--probe`` (the step probe's records: ``tasks.capabilities.probe``), a task a model has not run at one size but
+has at another (the map's 400,000 before its first run there) is estimated from the other: the same model's runs of
+that task there, their training (``train_seconds``: the steps, the clock paused while validating) times the ratio of
+the model's training steps at the two sizes as the probe timed them, the rest of their wall time (start-up, the
+validations and the test, a few seconds a run) as it was. That assumes as many steps at both sizes, which the runs
+will show, and leaves the evaluations' growth with the model out (low by that share). The table keeps those hours
+apart (``of them from the probe``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,13 +83,14 @@ class Line:
         return sum(own) / jobs / 3600
 
 
-def budget(records: list[ResultRecord], m: MapConfig, probe: list[ResultRecord] = ()) -> list[Line]:
+def budget(records: Sequence[ResultRecord], m: MapConfig, probe: Sequence[ResultRecord] = ()) -> list[Line]:
     """A line for every model and size of the plan (and any other the records hold), finished runs by wall seconds;
     ``probe``: the step probe's records, which estimate the tasks a model has not run at a size from another size."""
     done: Finished = defaultdict(lambda: defaultdict(list))
     for r in map_runs(records):
         if r.status == "ok" and r.wall_seconds is not None:
-            done[(label(r), size(r))][r.task].append((float(r.wall_seconds), float(r.train_seconds or 0.0)))
+            training = None if r.train_seconds is None else float(r.train_seconds)
+            done[(label(r), size(r))][r.task].append((float(r.wall_seconds), training))
     keys = [(model, at) for at in m.sizes for model in m.everyone]
     keys += sorted(k for k in done if k not in keys)
     plan = {model: {task: planned_runs(m, task) for task in m.tasks_of(model)} for model, _ in keys}
@@ -98,16 +102,19 @@ def budget(records: list[ResultRecord], m: MapConfig, probe: list[ResultRecord] 
     return lines
 
 
-Finished = dict[tuple[str, int], dict[str, list[tuple[float, float]]]]  # (model, size) -> task -> (wall, training) s
+Finished = dict[
+    tuple[str, int], dict[str, list[tuple[float, float | None]]]
+]  # (model, size) -> task -> (wall, training)
 
 
 def probed(
     model: str, at: int, done: Finished, timed: dict[tuple[str, int, str], float], tasks: Sequence[str]
 ) -> dict[str, float]:
     """Task -> estimated seconds a run of ``model`` at size ``at``, for the tasks it has not run there, from the size
-    where it has the most runs of the task: their mean wall time with their training's share (the steps and the
-    evaluations) scaled by the probe's ratio of its steps at the two sizes; the rest (start-up, data) kept as it is."""
-    out = {}
+    where it has the most runs of the task: each run's training scaled by the probe's ratio of the model's steps at the
+    two sizes, the rest of its wall time kept (none where a resumed run's wall time, of its last session alone, is
+    shorter than its training; the whole wall time scaled where a record has no training time)."""
+    out: dict[str, float] = {}
     for task in tasks:
         if (done.get((model, at)) or {}).get(task):
             continue
@@ -118,8 +125,10 @@ def probed(
         start = max(sources)[1]
         factor = ratio(timed, model, task, at, start)
         if factor is not None:
-            runs = done[(model, start)][task]
-            out[task] = statistics.mean(wall + training * (factor - 1) for wall, training in runs)
+            out[task] = statistics.mean(
+                wall * factor if training is None else max(0.0, wall - training) + training * factor
+                for wall, training in done[(model, start)][task]
+            )
     return out
 
 
@@ -173,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"capability budget: no such probe directory {args.probe} (python -m tasks.capabilities.probe "
                          "makes it)")  # fmt: skip
     probe = [r for _, r in find_results(args.probe)] if args.probe else []
+    if args.probe and not steps(probe):
+        print(
+            f"capability budget: {args.probe} holds no finished probe point; nothing estimated from it", file=sys.stderr
+        )
     table = markdown(rows(budget(records, read_map(), probe), args.jobs))
     print(table, end="")
     if args.out:

@@ -107,16 +107,23 @@ def variants(records: list[ResultRecord]) -> set[str]:
 
 
 def planned(records: list[ResultRecord]) -> dict[str, list[str] | None]:
-    """The map's rows as its plan names them in the records' own configs: model -> its tasks (None: every task; a
-    variant: the tasks ``capability_map.variants`` gives it)."""
+    """The map's rows as its plan names them in the records' own configs, the union over them (a plan grows between
+    parts of the map): model -> its tasks (None: every task; a variant: the tasks ``capability_map.variants`` gives
+    it)."""
     out: dict[str, list[str] | None] = {}
     for r in records:
         plan = r.config.get("capability_map") or {}
         for model in plan.get("models") or []:
-            out.setdefault(model, None)
+            out[model] = None
         for model, tasks in (plan.get("variants") or {}).items():
-            out[model] = list(tasks)
+            if model not in out or out[model] is not None:
+                out[model] = list(dict.fromkeys([*(out.get(model) or []), *tasks]))
     return out
+
+
+def owes(plan: dict[str, list[str] | None], model: str, task: str) -> bool:
+    """Whether ``plan`` (``planned``) has a cell for ``model`` on ``task``."""
+    return model in plan and (plan[model] is None or task in plan[model])
 
 
 def map_runs(records: list[ResultRecord], stage_name: str = STAGE_MAP) -> list[ResultRecord]:

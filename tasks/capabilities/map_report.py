@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from suite.report.axes import measured_axis
@@ -28,7 +28,18 @@ from suite.report.section import Section, register
 from suite.report.significance import Outputs
 from suite.report.verdict import OutputsOf, judged
 from suite.runtime.record import ResultRecord
-from tasks.capabilities.cells import STAGE_MAP, Cell, cells, is_map_run, label, map_runs, stage, train_length, variants
+from tasks.capabilities.cells import (
+    STAGE_MAP,
+    Cell,
+    cells,
+    is_map_run,
+    label,
+    map_runs,
+    owes,
+    stage,
+    train_length,
+    variants,
+)
 from tasks.capabilities.cells import planned as planned_rows
 from tasks.capabilities.cells import size as size_of
 from tasks.capabilities.findings import FAILED, FINDINGS, SOLVED, judged_finding
@@ -76,6 +87,21 @@ def winners(
     return out
 
 
+def row_order(runs: list[ResultRecord], plan: dict[str, list[str] | None]) -> Callable[[str], tuple]:
+    """The rows' sort key: a model with runs by family, then name (``model_order``); a planned one without runs right
+    after the model before it in the plan that has runs, so that its first run moves it little."""
+    order, named = model_order(runs), list(plan)
+    ran = {label(r) for r in runs}
+
+    def key(model: str) -> tuple:
+        if model in ran or model not in named:
+            return (order(model.split(" ")[0]), 0)
+        before = [m for m in named[: named.index(model)] if m in ran]
+        return (order(before[-1]) if before else (-1, ""), 1 + named.index(model))
+
+    return key
+
+
 def cell_text(cell: Cell | None, bold: bool, due: bool = False) -> str:
     """A cell's text; ``due``: the plan has this cell, so a missing one says it has not run yet (else blank)."""
     if cell is None:
@@ -110,11 +136,11 @@ def map_rows(records: list[ResultRecord], outputs: OutputsOf) -> list[dict[str, 
         return []
     found, tasks = cells(runs), task_order(runs)
     won = winners(found, outputs, variants(runs))
-    order = model_order(runs)
     plan = planned_rows(runs)  # a planned row with no run yet is listed too, its cells 'not run'
+    order = row_order(runs, plan)
     rows = []
     for at in sorted({k[0] for k in found}):
-        models = sorted({k[1] for k in found if k[0] == at} | set(plan), key=lambda m: order(m.split(" ")[0]))
+        models = sorted({k[1] for k in found if k[0] == at} | set(plan), key=order)
         for model in models:
             own = [r for k, c in found.items() if k[:2] == (at, model) for r in c.runs]
             row = {"size": f"{at:,}", "model": model, "width": "", "parameters": "", "state": ""}
@@ -124,8 +150,8 @@ def map_rows(records: list[ResultRecord], outputs: OutputsOf) -> list[dict[str, 
                 # the state at the longest length any of the row's runs declared (one length a row: a cache grows)
                 row["state"] = state_text(max(own, key=lambda r: (r.declaration or {}).get("state_at_length") or 0))
             for task in tasks:
-                due = model in plan and (plan[model] is None or task in plan[model])
-                row[task] = cell_text(found.get((at, model, task)), won.get((at, task), (None, ""))[0] == model, due)
+                bold = won.get((at, task), (None, ""))[0] == model
+                row[task] = cell_text(found.get((at, model, task)), bold, owes(plan, model, task))
             rows.append(row)
         verdicts = {"size": f"{at:,}", "model": "winner (paired test)", "width": "", "parameters": "", "state": ""}
         for task in tasks:
@@ -143,12 +169,9 @@ def capability_map(records: list[ResultRecord], out: Path) -> Path | None:
         return None
     found, tasks = cells(runs), task_order(runs)
     sizes = sorted({k[0] for k in found})
-    order = model_order(runs)
     plan = planned_rows(runs)  # as the table: a planned row without runs is drawn too, its cells 'not run'
-    models = {
-        at: sorted({k[1] for k in found if k[0] == at} | set(plan), key=lambda m: order(m.split(" ")[0]))
-        for at in sizes
-    }
+    order = row_order(runs, plan)
+    models = {at: sorted({k[1] for k in found if k[0] == at} | set(plan), key=order) for at in sizes}
     height = max(len(m) for m in models.values())
     fig, axes = plt.subplots(
         1, len(sizes), figsize=(0.75 * len(tasks) * len(sizes) + 2.5, 0.36 * height + 2), squeeze=False
@@ -161,7 +184,7 @@ def capability_map(records: list[ResultRecord], out: Path) -> Path | None:
             for j, t in enumerate(tasks):
                 cell = found.get((at, m, t))
                 if cell is None:
-                    if m in plan and (plan[m] is None or t in plan[m]):
+                    if owes(plan, m, t):
                         ax.text(j, i, NOT_RUN, ha="center", va="center", fontsize=5, color="#777777")
                     continue
                 text = (

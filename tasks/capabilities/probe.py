@@ -65,14 +65,26 @@ def is_probe(r: ResultRecord) -> bool:
 
 
 def steps(records: Sequence[ResultRecord]) -> dict[tuple[str, int, str], float]:
-    """(model, size, task) -> the probe's training step in ms (a point a directory: one a model, width and task)."""
-    return {(label(r), size(r), r.task): float(r.speed[STEP]) for r in records if is_probe(r)}
+    """(model, size, task) -> the probe's training step in ms; two points of one key (a width sized again, a second
+    probe directory) are refused, naming them, rather than one taken at random."""
+    out: dict[tuple[str, int, str], float] = {}
+    seen: dict[tuple[str, int, str], ResultRecord] = {}
+    for r in filter(is_probe, records):
+        key = (label(r), size(r), r.task)
+        if key in seen:
+            widths = [str((x.config.get("model") or {}).get("d_model")) for x in (seen[key], r)]
+            raise ValueError(
+                f"capability probe: two points for {key[0]} at {key[1]:,} on {key[2]} (widths {' and '.join(widths)}, "
+                f"devices {seen[key].device!r} and {r.device!r}); keep one directory of the probe"
+            )
+        seen[key], out[key] = r, float(r.speed[STEP])
+    return out
 
 
 def ratio(probed: dict[tuple[str, int, str], float], model: str, task: str, to: int, start: int) -> float | None:
     """How many times longer the model's step is at size ``to`` than at ``start``: on ``task`` where the probe timed
     it at both, else the geometric mean over the tasks it did (None: no task at both)."""
-    both = defaultdict(dict)
+    both: dict[str, dict[int, float]] = defaultdict(dict)
     for (m, at, t), ms in probed.items():
         if m == model and at in (to, start):
             both[t][at] = ms
@@ -82,22 +94,27 @@ def ratio(probed: dict[tuple[str, int, str], float], model: str, task: str, to: 
     return math.exp(statistics.mean(math.log(x) for x in ratios)) if ratios else None
 
 
+def smallest_size(r: ResultRecord) -> int:
+    """The smallest size of the map's plan as the record's own config gives it (its own size where none does)."""
+    return min(int(x) for x in (r.config.get("capability_map") or {}).get("sizes") or [size(r)])
+
+
 def table(records: Sequence[ResultRecord]) -> list[dict[str, str]]:
     """A row a probed model, task and size: the width, the training step (median ms, its spread), how many times the
-    model's step at its smallest probed size on that task it is, the other processes' share of the CPU while it was
-    timed, and the machine (its threads)."""
+    model's step at the plan's smallest size on that task it is (blank where that point is missing), the other
+    processes' share of the CPU while it was timed, and the machine (its threads)."""
     points = sorted((r for r in records if is_probe(r)), key=lambda r: (label(r), r.task, size(r)))
-    smallest: dict[tuple[str, str], float] = {}
+    timed = steps(points)
     rows = []
     for r in points:
         ms = float(r.speed[STEP])
-        first = smallest.setdefault((label(r), r.task), ms)
+        first = timed.get((label(r), min(smallest_size(r), size(r)), r.task))
         share = r.speed.get("others_cpu_share")
         rows.append({
             "model": label(r), "task": r.task, "size": f"{size(r):,}",
             "width": str((r.config.get("model") or {}).get("d_model")),
             "train step (ms)": f"{ms:.1f}", "spread (ms)": f"{float(r.speed.get('train_step_iqr_ms', 0)):.1f}",
-            "x the smallest size": f"{ms / first:.2f}",
+            "x the smallest size": "" if first is None else f"{ms / first:.2f}",
             "others' CPU share": "" if share is None else f"{100 * float(share):.0f} %", "device": r.device or "",
         })  # fmt: skip
     return rows
@@ -108,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="+", help="a subset of the map's models (default: all, variants too)")
     parser.add_argument("--tasks", nargs="+", default=list(PROBED), help=f"tasks to time (default: {PROBED})")
     parser.add_argument("--sizes", nargs="+", type=int, help="a subset of the map's sizes")
-    parser.add_argument("--threads", type=int, default=max(1, len(os.sched_getaffinity(0)) // 2),
-                        help="threads a point (default: a map job's share, the cores over its two jobs)")  # fmt: skip
+    parser.add_argument("--threads", type=int, help="threads a point (default: $OMP_NUM_THREADS where set, else a map "
+                        "job's share, the cores over its two jobs)")  # fmt: skip
     parser.add_argument("--dry-run", action="store_true", help="print the commands; run nothing")
     parser.add_argument("--table", type=Path, metavar="DIR", help="print the table of the probe's points in DIR (and "
                         "--out it); run nothing")  # fmt: skip
@@ -131,8 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"capability probe: {unknown} not in conf/experiment/capabilities.yaml's capability_map")
     # a map job's threads: the cores over the map's two jobs (the map's runs are what the probe stands for)
-    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
-    batch = int(composed(["experiment=capabilities"]).trainer.batch_size)
+    if args.threads is not None:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // 2)))
+    batch = int(composed(["experiment=capabilities", *extra]).trainer.batch_size)
     sized = plan(models, args.sizes or m.sizes, m.overrides, common=["experiment=capabilities"])
     for s in sized:
         tasks = probed_tasks(m, s.model, args.tasks)
