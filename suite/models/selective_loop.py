@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 CHUNK = 8  # the most positions a chunk takes
-CHUNK_BYTES = 1 << 20  # what a chunk's (T, B, E, N) tensor may take: its decays and its states, one each, stay in cache
+CHUNK_BYTES = 2 << 20  # what a chunk's (T, B, E, N) tensor may take: its decays and its states, one each, stay in cache
 
 
 def chunk_positions(batch: int, width: int, states: int, itemsize: int = 4) -> int:
@@ -29,9 +29,10 @@ def chunk_positions(batch: int, width: int, states: int, itemsize: int = 4) -> i
     not even 2 fit) and at most ``CHUNK``.
 
     Timed with ``python -m suite.tools.scan_bench --chunks`` (fp32, forward and backward of one layer's loop, one
-    thread): 8 positions were the fastest at B 16, E 128; 2 at the LRA's shapes (B 32, E 256) and the capability
-    map's (B 64, E 160 and 336), where (8, B, E, N) tensors no longer stay in cache; 1 never (a chunk's operations
-    each pay their overhead a position)."""
+    thread), on idle cores and beside a job on the other core, as the map runs: at the capability map's shapes (B 64,
+    E 160) 2 positions were the fastest in both; at the LRA's (B 32, E 256) 4 on idle cores and 2 beside a job, 4
+    ahead of 8 in both; at B 16, E 128, 8. Beside a job the best chunk is smaller: the cache the two cores share holds
+    less of each. 1 position is never the fastest (a chunk's operations each pay their overhead a position)."""
     fit = CHUNK_BYTES // max(1, batch * width * states * itemsize)
     return max(2, min(CHUNK, 1 << max(0, fit.bit_length() - 1)))
 
