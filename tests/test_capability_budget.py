@@ -154,3 +154,12 @@ def test_two_probe_points_of_one_model_size_and_task_are_refused_by_name():
 def test_the_probe_table_leaves_the_ratio_blank_without_the_smallest_size():
     rows = table([point("lstm", "parity", 390_000, 60.0), point("lstm", "parity", 98_000, 20.0, status="timeout")])
     assert [(r["size"], r["x the smallest size"]) for r in rows] == [("400,000", "")]
+
+
+def test_a_knob_stage_run_counts_against_the_plans_knob_runs():
+    knob = timed(run("lstm", "mqar", 1e-3, 0, 0.5), 40.0)
+    knob.config = {**knob.config, "capability_stage": "knob", "capability_knob": "n_pairs"}
+    lines = {
+        (line.model, line.size): line for line in budget([timed(run("lstm", "mqar", 1e-3, 0, 0.5), 100.0), knob], PLAN)
+    }
+    assert lines[("lstm", 100_000)].seconds == {"mqar": [100.0, 40.0]} and lines[("lstm", 100_000)].to_go == 11 - 2 + 5

@@ -34,7 +34,7 @@ from typing import Sequence
 
 from suite.report.tables import markdown
 from suite.runtime.record import ResultRecord, find_results
-from tasks.capabilities.cells import label, map_runs, size
+from tasks.capabilities.cells import is_map_run, label, size
 from tasks.capabilities.map import MapConfig, read_map
 from tasks.capabilities.probe import ratio, steps
 
@@ -87,7 +87,7 @@ def budget(records: Sequence[ResultRecord], m: MapConfig, probe: Sequence[Result
     """A line for every model and size of the plan (and any other the records hold), finished runs by wall seconds;
     ``probe``: the step probe's records, which estimate the tasks a model has not run at a size from another size."""
     done: Finished = defaultdict(lambda: defaultdict(list))
-    for r in map_runs(records):
+    for r in filter(is_map_run, records):  # every stage: the plan counts the knob stage's runs too
         if r.status == "ok" and r.wall_seconds is not None:
             training = None if r.train_seconds is None else float(r.train_seconds)
             done[(label(r), size(r))][r.task].append((float(r.wall_seconds), training))
