@@ -163,3 +163,18 @@ def test_a_knob_stage_run_counts_against_the_plans_knob_runs():
         (line.model, line.size): line for line in budget([timed(run("lstm", "mqar", 1e-3, 0, 0.5), 100.0), knob], PLAN)
     }
     assert lines[("lstm", 100_000)].seconds == {"mqar": [100.0, 40.0]} and lines[("lstm", 100_000)].to_go == 11 - 2 + 5
+
+
+def test_each_probe_point_runs_with_a_map_jobs_threads_unless_told(monkeypatch, tmp_path):
+    import tasks.capabilities.map as driver
+    from tasks.capabilities.probe import main as probe
+
+    seen = []
+    monkeypatch.setattr(driver.subprocess, "run", lambda cmd, **kw: seen.append((cmd, kw["env"]["OMP_NUM_THREADS"])))
+    monkeypatch.setattr(driver.os, "sched_getaffinity", lambda _: set(range(4)))  # four cores, two map jobs: two each
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    sweep = f"hydra.sweep.dir={tmp_path}"
+    probe([sweep, "--models", "rnn", "--tasks", "a4", "--sizes", "100000"])
+    assert [threads for _, threads in seen] == ["2"] and "job=speed" in seen[0][0]
+    probe([sweep, "--models", "rnn", "--tasks", "a4", "--sizes", "100000", "--threads", "1"])
+    assert seen[-1][1] == "1"  # the setting the probe made is undone with the test's (monkeypatch restores it)

@@ -79,8 +79,7 @@ class Line:
 
     def probed_hours(self, jobs: int) -> float:
         """The share of ``hours_to_go`` estimated through the step probe."""
-        own = (self.left(t) * s for t, s in self.probed.items() if not self.seconds.get(t))
-        return sum(own) / jobs / 3600
+        return sum(self.left(t) * s for t, s in self.probed.items()) / jobs / 3600  # tasks not run here alone
 
 
 def budget(records: Sequence[ResultRecord], m: MapConfig, probe: Sequence[ResultRecord] = ()) -> list[Line]:

@@ -103,7 +103,7 @@ class Cell:
 def variants(records: list[ResultRecord]) -> set[str]:
     """The models the map's plan runs as variants (``capability_map.variants`` in the records' own configs): a model
     changed in one setting for a finding, beside the others but not one of them."""
-    return {v for r in records for v in ((r.config.get("capability_map") or {}).get("variants") or {})}
+    return {model for model, tasks in planned(records).items() if tasks is not None}
 
 
 def planned(records: list[ResultRecord]) -> dict[str, list[str] | None]:

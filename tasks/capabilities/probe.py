@@ -42,6 +42,7 @@ from tasks.capabilities.sizing import plan
 PROBED = ("in_context_recall", "sum_mod_5")
 SWEEP_DIR = Path("runs/capabilities_probe")
 STEP = "train_step_ms"
+MAP_JOBS = 2  # the map's jobs at a time here, whose threads each point gets (the map's runs are what it stands for)
 
 
 def settings(batch_size: int) -> list[str]:
@@ -147,10 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(models) - set(m.everyone)) + sorted(set(args.tasks) - set(m.tasks))
     if unknown:
         raise SystemExit(f"capability probe: {unknown} not in conf/experiment/capabilities.yaml's capability_map")
-    # a map job's threads: the cores over the map's two jobs (the map's runs are what the probe stands for)
-    if args.threads is not None:
+    if args.threads is not None:  # else the map's own rule (map.run_env): a job's share of the cores at MAP_JOBS
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
-    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // 2)))
     batch = int(composed(["experiment=capabilities", *extra]).trainer.batch_size)
     sized = plan(models, args.sizes or m.sizes, m.overrides, common=["experiment=capabilities"])
     for s in sized:
@@ -159,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.dry_run:
                 print("python " + " ".join(cmd[1:]))
             else:
-                timed(cmd, m.sweep_dir / LEDGER)
+                timed(cmd, m.sweep_dir / LEDGER, MAP_JOBS)  # one point at a time, with a map job's threads
     return 0
 
 
