@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from conftest import skip_or_fail
 from report_records import every_record
 
@@ -74,10 +75,17 @@ PAGE_STATE = """() => ({
 })"""
 
 
-def test_the_report_page_in_a_real_browser(tmp_path):
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Path, dict]:
+    """The report of every kind of record, built once for the browser's tests (its figures are most of their time):
+    its folder and what it shows."""
+    out = tmp_path_factory.mktemp("built") / "report"
+    return out, build_report(every_record(), out, "browser")
+
+
+def test_the_report_page_in_a_real_browser(built):
     launcher = browser()
-    out = tmp_path / "report"
-    shown = build_report(every_record(), out, "browser")
+    out, shown = built
     written = sorted(p.name for p in out.glob("*.png"))
     with launcher() as p:
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
@@ -111,20 +119,17 @@ def test_the_report_page_in_a_real_browser(tmp_path):
     assert figures["associative recall (mqar)"] == ["mqar_vs_width.png"]
 
 
-def test_a_screenshot_of_the_first_screen(tmp_path):
+def test_a_screenshot_of_the_first_screen(built, tmp_path):
     browser()  # skip (locally) or fail (CI) without chromium and Playwright
     from matplotlib.image import imread
 
     from suite.tools.screenshot import main as screenshot
 
-    build_report(every_record(), tmp_path / "report", "shot")
-    assert screenshot([str(tmp_path / "report" / "index.html"), str(tmp_path / "first.png"), "--height", "700"]) == 0
+    assert screenshot([str(built[0] / "index.html"), str(tmp_path / "first.png"), "--height", "700"]) == 0
     assert imread(tmp_path / "first.png").shape[:2] == (700, 1280)
 
 
 def test_a_screenshot_of_a_missing_page_names_the_command_that_builds_one(tmp_path):
-    import pytest
-
     from suite.tools.screenshot import screenshot
 
     with pytest.raises(FileNotFoundError, match="python -m suite.report"):
