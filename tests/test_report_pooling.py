@@ -73,16 +73,17 @@ def test_two_sentiment_runs_on_different_data_dirs_land_in_two_rows(tmp_path):
 
 
 def test_a_rebuilt_report_keeps_nothing_of_the_last_build_but_files_it_never_wrote(tmp_path):
-    from report_records import every_record, training_records
+    from report_records import mqar_records, training_records
 
     from suite.report.outputs import MANIFEST
 
     out = tmp_path / "report"
-    build_report(every_record(), out, "r")
+    build_report(training_records() + mqar_records(), out, "r")
     first = {p.name for p in out.glob("*.md")}
     (out / "first_screen.png").write_bytes(b"a screenshot: not the report's")
-    build_report(training_records(), out, "r")  # no speed, compression or MQAR records this time
+    build_report(training_records(), out, "r")  # no MQAR records this time
     second = {p.name for p in out.glob("*.md")}
-    assert second < first and "speed.md" in first - second  # the last build's tables are gone
+    assert second < first and "mqar.md" in first - second  # the last build's tables are gone
+    assert not (out / "mqar_vs_width.png").exists()  # and its figures
     assert (out / "first_screen.png").is_file() and (out / "results.md").is_file()
     assert "results.md" in (out / MANIFEST).read_text().splitlines()
