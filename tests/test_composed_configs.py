@@ -74,8 +74,9 @@ def test_every_composed_config_is_unchanged():
 
 
 def test_every_model_trainer_task_and_experiment_composes_unchanged():
-    """The fast set: every config file at least once (every model on one task, every task with the Transformer, each
-    on the quick trainer; every trainer with both; every experiment). The product is the slow test's."""
+    """The fast set: every config file at least once (every model on one task and every task with the Transformer, on
+    the quick trainer; every trainer with the Transformer on that task; every experiment). The product is the slow
+    test's."""
     recorded = json.loads(SNAPSHOT.read_text())
     keys = [
         k
