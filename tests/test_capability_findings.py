@@ -46,6 +46,18 @@ def test_a_claim_holds_is_contradicted_or_cannot_be_judged():
     assert errs.judge(cell("transformer", "t", 1.0, None)) == (NOT_COMPARABLE, "transformer 100.0 (a seed failed)")
 
 
+def test_a_cell_short_of_its_planned_seeds_says_how_many_it_has():
+    partial = cell("mamba", "t", 0.95)
+    for r in partial.runs:
+        r.config = {**r.config, "capability_map": {**r.config["capability_map"], "seeds": [0, 1, 2]}}
+    assert Claim("mamba", "t", "solves").judge(partial) == (AGREE, "mamba 95.0 from 1 of 3 seeds")
+    partial.runs += [run("mamba", "t", 1e-3, s, 0.97) for s in (1, 2)]
+    for r in partial.runs:
+        r.config = {**r.config, "capability_map": {**r.config["capability_map"], "seeds": [0, 1, 2]}}
+    assert Claim("mamba", "t", "solves").judge(partial) == (AGREE, "mamba 96.3")
+    assert cell("mamba", "t", 0.95).planned_seeds is None  # a plan without seeds: nothing to say
+
+
 def test_the_metrics_beyond_training_and_at_the_longest_length():
     metrics = {"accuracy": 1.0, "accuracy_at_64": 0.8, "accuracy_at_128": 0.6, "val_accuracy": 1.0}
     assert abs(beyond(metrics) - 0.7) < 1e-12 and longest(metrics) == 0.6

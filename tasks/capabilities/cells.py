@@ -99,6 +99,13 @@ class Cell:
     def failed(self) -> list[str]:
         return sorted({r.status for r in self.runs if r.status != "ok"})
 
+    @property
+    def planned_seeds(self) -> int | None:
+        """How many seeds the map's plan gives a cell (``capability_map.seeds`` in its runs' own configs; None where
+        no plan names them)."""
+        counts = [len((r.config.get("capability_map") or {}).get("seeds") or []) for r in self.runs]
+        return max(counts, default=0) or None
+
 
 def variants(records: list[ResultRecord]) -> set[str]:
     """The models the map's plan runs as variants (``capability_map.variants`` in the records' own configs): a model
