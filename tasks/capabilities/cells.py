@@ -21,6 +21,7 @@ from suite.runtime.verdicts import STILL_LEARNING
 
 BENCHMARK = "capabilities"
 STAGE_MAP = "map"  # capability_stage of the map's own runs; other stages (a knob's sweep) vary a task's setting
+PROTOCOL_SEEDS = 3  # three seeds at the chosen rate; a plan says its own (``capability_map.seeds``)
 
 
 def is_map_run(r: ResultRecord) -> bool:
@@ -100,11 +101,11 @@ class Cell:
         return sorted({r.status for r in self.runs if r.status != "ok"})
 
     @property
-    def planned_seeds(self) -> int | None:
-        """How many seeds the map's plan gives a cell (``capability_map.seeds`` in its runs' own configs; None where
-        no plan names them)."""
+    def planned_seeds(self) -> int:
+        """How many seeds the cell is due: its plan's (``capability_map.seeds`` in its runs' own configs), or the
+        protocol's three where no plan names them."""
         counts = [len((r.config.get("capability_map") or {}).get("seeds") or []) for r in self.runs]
-        return max(counts, default=0) or None
+        return max(counts, default=0) or PROTOCOL_SEEDS
 
 
 def variants(records: list[ResultRecord]) -> set[str]:

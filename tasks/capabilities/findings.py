@@ -61,7 +61,7 @@ class Claim:
         mean = statistics.mean(values)
         text = f"{name} {100 * mean:.1f}"
         seeds, planned = len({r.seed for r in cell.runs}), cell.planned_seeds
-        if planned and seeds < planned:  # a cell part way through its seeds: its verdict may yet move
+        if seeds < planned:  # a cell part way through its seeds: its verdict may yet move
             text += f" from {seeds} of {planned} seeds"
         perfect = min(values) == 1.0
         holds = {"solves": mean >= SOLVED, "fails": mean < FAILED, "perfect": perfect, "errs": not perfect}[self.shape]

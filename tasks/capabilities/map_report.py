@@ -113,7 +113,7 @@ def cell_text(cell: Cell | None, bold: bool, due: bool = False) -> str:
     if cell.still_learning:
         text += MARK_LEARNING if cell.still_learning == 1 else f" {cell.still_learning}{MARK_LEARNING}"
     seeds = len(cell.ok)
-    if seeds < 3 or cell.failed:
+    if seeds < cell.planned_seeds or cell.failed:
         text += f" ({seeds} seed{'s' * (seeds != 1)}" + (f"; {', '.join(cell.failed)}" if cell.failed else "") + ")"
     return text
 
