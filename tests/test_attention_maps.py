@@ -4,6 +4,7 @@ import json
 
 import pytest
 import torch
+from omegaconf import open_dict
 
 from suite.attention import FullAttention, implied_weights
 from suite.attention.catalog import key_pattern
@@ -176,3 +177,12 @@ def test_a_model_without_attention_is_refused_before_its_weights_are_read(tmp_pa
         tmp_path / "maps",
     )
     assert record.status == "failed" and "has no attention layers to draw" in record.error  # not the missing checkpoint
+
+
+def test_a_task_that_cannot_show_its_examples_is_refused_before_its_data_is_read(tmp_path):
+    cfg = shrink(compose_config("task=language_model", "model=transformer", "job=attention_maps"))
+    with open_dict(cfg):
+        cfg.data_dir = str(tmp_path / "no data here")  # reading it would fail with DatasetMissing
+        cfg.job.checkpoint = str(tmp_path / "absent.pt")
+    record = execute(cfg, tmp_path / "maps")
+    assert record.status == "failed" and "cannot show its examples" in record.error, record.error

@@ -108,7 +108,7 @@ def test_the_report_has_a_row_a_finding_judged_from_the_maps_cells():
     assert len(rows) == len(FINDINGS)
     parity = rows["parity: recurrence generalises in length, the Transformer does not"]
     # lstm's chosen rate: seeds 0 and 1 at 3e-3, 90/70 and 80/60 beyond training -> 75.0 (seed 2 diverged); the
-    # Transformer ~50 from its two seeds of the protocol's three, as the map's table marks it ('(2 seeds)')
+    # Transformer ~50 from its two seeds of the protocol's three, as the map's table marks it ('(2 of 3 seeds)')
     assert parity["ours (size: test accuracy %)"].startswith(
         "100,000: lstm (beyond training) 75.0 (still learning); "
         "transformer (beyond training) 49.8 from 2 of 3 seeds (not comparable)"

@@ -106,13 +106,14 @@ def test_the_table_marks_learning_seeds_failures_and_bolds_only_a_paired_win():
     rows = map_rows(records(), outputs_for({}))
     by = {(r["size"], r["model"]): r for r in rows}
     lstm = by[("100,000", "lstm")]
-    assert lstm["parity"] == "**99.0**↗ (2 seeds; diverged)"  # the win over the Transformer's ~51 % is far beyond noise
+    # the win over the Transformer's ~51 % is far beyond noise
+    assert lstm["parity"] == "**99.0**↗ (2 of 3 seeds; diverged)"
     assert lstm["state"] == "320 after 128" and lstm["parameters"] == "98,000" and lstm["width"] == "40"
-    assert by[("100,000", "transformer")]["parity"] == "51.0 (2 seeds)"
-    assert by[("100,000", "lstm")]["mqar"] == "30.0 (1 seed)"  # 30 % against 31 %: within the noise, no bold
+    assert by[("100,000", "transformer")]["parity"] == "51.0 (2 of 3 seeds)"
+    assert by[("100,000", "lstm")]["mqar"] == "30.0 (1 of 3 seeds)"  # 30 % against 31 %: within the noise, no bold
     winner = by[("100,000", "winner (paired test)")]
     assert winner["parity"] == "lstm" and winner["mqar"] == "≈"
-    assert by[("400,000", "transformer")]["mqar"] == "90.0 (1 seed)"
+    assert by[("400,000", "transformer")]["mqar"] == "90.0 (1 of 3 seeds)"
     assert by[("400,000", "winner (paired test)")]["mqar"] == "not tested"  # one model at that size
 
 

@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from suite.jobs.evaluate import load_weights
 from suite.jobs.prepare import prepare
 from suite.models.transformer import MultiHeadAttention
 from suite.report.captured_attention import draw, read
+from suite.runtime.compose import importable
 from suite.runtime.tracking import Tracker
 from suite.types import ShowsAttention
 
@@ -40,13 +42,15 @@ def attention_maps_job(
         example: which example of the split, counted in the loader's order.
         split: 'train', 'val' or 'test'.
     """
-    prepared = prepare(cfg, device)
-    task, model = prepared.task, prepared.model
+    importable(cfg.task, "task")
+    task = instantiate(cfg.task)  # reads no data: a task that cannot show its examples is refused before it loads
     if not isinstance(task, ShowsAttention):
         raise ValueError(
             f"task {task.name!r} cannot show its examples (suite.types.ShowsAttention): "
             "attention maps need a task of tokens"
         )
+    prepared = prepare(cfg, device, task)  # the model's vocabulary comes from the data, so it is built after
+    model = prepared.model
     if not any(isinstance(m, MultiHeadAttention) for m in model.modules()):
         raise ValueError(f"model {cfg.model.name!r} has no attention layers to draw (a recurrent model?)")
     load_weights(model, checkpoint, device)
