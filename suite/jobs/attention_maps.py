@@ -13,14 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from suite.jobs.evaluate import load_weights
-from suite.jobs.prepare import prepare
+from suite.jobs.prepare import configured_task, prepare
 from suite.models.transformer import MultiHeadAttention
 from suite.report.captured_attention import draw, read
-from suite.runtime.compose import importable
 from suite.runtime.tracking import Tracker
 from suite.types import ShowsAttention
 
@@ -42,8 +40,7 @@ def attention_maps_job(
         example: which example of the split, counted in the loader's order.
         split: 'train', 'val' or 'test'.
     """
-    importable(cfg.task, "task")
-    task = instantiate(cfg.task)  # reads no data: a task that cannot show its examples is refused before it loads
+    task = configured_task(cfg.task)  # reads no data: a task that cannot show its examples is refused before it loads
     if not isinstance(task, ShowsAttention):
         raise ValueError(
             f"task {task.name!r} cannot show its examples (suite.types.ShowsAttention): "

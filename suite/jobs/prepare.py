@@ -71,13 +71,17 @@ def declared_fields(model: nn.Module, length: int | None) -> dict[str, Any]:
     return declare(backbone, length or 1024).fields()
 
 
+def configured_task(task_cfg: DictConfig) -> Task:
+    """The configured task, instantiated (no data read yet: ``ready`` reads it); an unimportable target is named."""
+    importable(task_cfg, "task")
+    return instantiate(task_cfg)
+
+
 def prepare(cfg: DictConfig, device: torch.device, task: Task | None = None) -> Prepared:
     """Instantiate ``cfg.task`` (or take ``task``, e.g. a variant of it), load its data, build ``cfg.model`` on
     ``device``; the files the task read are named by their identity (once a run: the report groups runs on it)."""
-    if task is None:
-        importable(cfg.task, "task")
     with reading() as read:
-        task = ready(task if task is not None else instantiate(cfg.task))
+        task = ready(task if task is not None else configured_task(cfg.task))
     model = model_on(task, cfg.model, device)
     params = count_parameters(model)
     log.info(

@@ -112,10 +112,10 @@ def cell_text(cell: Cell | None, bold: bool, due: bool = False) -> str:
     text = f"**{text}**" if bold else text
     if cell.still_learning:
         text += MARK_LEARNING if cell.still_learning == 1 else f" {cell.still_learning}{MARK_LEARNING}"
-    seeds = len(cell.ok)
-    if seeds < cell.planned_seeds or cell.failed:
+    seeds, planned = len(cell.ok), cell.planned_seeds  # planned reads every run's config: once
+    if seeds < planned or cell.failed:
         failed = f"; {', '.join(cell.failed)}" if cell.failed else ""
-        text += f" ({seeds} of {cell.planned_seeds} seeds{failed})"  # the findings' wording: 'from 2 of 3 seeds'
+        text += f" ({seeds} of {planned} seeds{failed})"  # the findings' wording: 'from 2 of 3 seeds'
     return text
 
 
@@ -357,8 +357,8 @@ register(
         intro="The capability map (docs/capabilities.md): a row a model and size (its width, backbone parameters and "
         "declared state size), a column a diagnostic task; a cell is the mean test accuracy % over the seeds at the "
         f"learning rate chosen on validation (seed 0), {MARK_LEARNING} where the convergence test found a seed still "
-        f"learning (k{MARK_LEARNING}: k of them), the seeds counted (k of n) where fewer finished than the plan has, a"
-        " failed run's status beside it. A task's best model at a size is bold only where it beats the runner-up by "
+        f"learning (k{MARK_LEARNING}: k of them), the seeds counted (k of n) where fewer finished than the plan has, "
+        "a failed run's status beside it. A task's best model at a size is bold only where it beats the runner-up by "
         "the paired test over seeds and test examples; the 'winner' row names it, ≈ where the difference is within "
         "the noise. A variant (a model changed in one setting for a finding: capability_map.variants) has the cells "
         "of its own tasks and never contends.",
