@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from suite.tools.convergence_rates import STEPS, flat, grid, interval_agreement, levelled, rate, rising
+from suite.tools.convergence_rates import STEPS, flat, grid, interval_agreement, levelled, rate, rising, stepped
 from suite.training.convergence import (
     DIVERGED,
     NO_CURVE,
@@ -42,6 +42,29 @@ def test_a_curve_that_levelled_off_early_is_plateaued():
     assert rate(levelled, 20, STILL_LEARNING) <= 0.1
 
 
+def test_a_curve_that_jumped_at_its_last_evaluation_is_still_learning():
+    """A step-shaped rise: the line through the window fits neither side, its residuals grow with the jump and so does
+    the bound; the ``recent`` check is what calls it learning (off, the line alone calls most such curves plateaued)."""
+    caught = rate(stepped, 10, PLATEAUED)
+    line_alone = rate(stepped, 10, PLATEAUED, ConvergenceTest(recent=0))
+    print(f"a jump at the last of 10 evaluations: 'plateaued' {caught:.1%} ({line_alone:.1%} without the check)")
+    assert caught <= 0.01 and line_alone >= 0.5
+
+
+def test_a_run_judged_where_the_plateau_rule_stopped_it_mid_jump_is_still_learning():
+    """The curve a capability run stopped with (results/capabilities_runs, the Transformer at 400,000 parameters on
+    noisy recall, 3e-3, seed 2, validated every 75 steps, judged from step 300): near what guessing gives, then up at
+    the last validation. The check names the jump; without it, a plateau, and the old rule stopped the run there."""
+    x = np.arange(75.0, 601.0, 75.0)
+    y = np.array([0.281, 0.297, 0.302, 0.312, 0.304, 0.317, 0.344, 0.761])
+    v = TEST.judge(x, y, "accuracy")
+    assert v.verdict == STILL_LEARNING and v.gain == pytest.approx(0.761 - 0.312)
+    assert "its last evaluation is +0.449 above every one up to step 375" in v.reason
+    assert ConvergenceTest(recent=0).judge(x, y, "accuracy").verdict == PLATEAUED
+    # the same curve ending at a level within the noise of the ones before it: plateaued with the check on
+    assert TEST.judge(x, np.r_[y[:-1], 0.33], "accuracy").verdict == PLATEAUED
+
+
 def test_the_verdict_does_not_depend_on_how_often_the_run_evaluated():
     """The same noisy runs judged from 40 validations and from every other one of them (20): the verdicts agree on
     runs whose true gain over the judged half is clearly off the boundary."""
@@ -55,7 +78,7 @@ def test_the_rates_table_is_written_for_the_docs(tmp_path):
 
     assert main(["--out", str(tmp_path)]) == 0
     text = (tmp_path / "rates.md").read_text()
-    assert text.startswith("| curve | wrong verdict | evaluations | how often |") and text.count("\n") == 6
+    assert text.startswith("| curve | wrong verdict | evaluations | how often |") and text.count("\n") == 7
 
 
 def test_too_few_evaluations_in_the_window_is_never_a_plateau():
@@ -88,7 +111,12 @@ def test_an_exploding_loss_is_measured_against_the_untrained_loss():
 
 @pytest.mark.parametrize(
     "kw, message",
-    [(dict(window=0), "window"), (dict(min_evaluations=2), "min_evaluations"), (dict(alpha=1.5), "alpha")],
+    [
+        (dict(window=0), "window"),
+        (dict(min_evaluations=2), "min_evaluations"),
+        (dict(alpha=1.5), "alpha"),
+        (dict(recent=1), "recent"),
+    ],
 )
 def test_bad_parameters_are_refused_by_name(kw, message):
     with pytest.raises(ValueError, match=message):

@@ -3,7 +3,8 @@
     python -m suite.tools.convergence_rates --out results/convergence
 
 Noisy samples of known curves over a 1,000-step run, judged with the test's defaults: a flat curve called still
-learning, a rising one called plateaued, one that levelled off early called plateaued (right), and the same runs
+learning, a rising one called plateaued, one that levelled off early called plateaued (right), one that jumped at its
+last evaluation called plateaued, and the same runs
 judged from 40 validations and from every other one of them (20). ``tests/test_convergence.py`` bounds the same
 figures; ``docs/convergence.md`` includes the table this writes.
 """
@@ -42,6 +43,10 @@ def rising(x: np.ndarray) -> np.ndarray:
 
 def levelled(x: np.ndarray) -> np.ndarray:
     return 0.9 - 0.4 * np.exp(-x / (STEPS / 20))  # done by a fifth of the run
+
+
+def stepped(x: np.ndarray) -> np.ndarray:
+    return np.where(x >= x[-1], 0.9, 0.5)  # flat, then up by 0.4 at the last evaluation (a phase change)
 
 
 def rate(
@@ -88,6 +93,7 @@ def table(test: ConvergenceTest = ConvergenceTest()) -> list[dict[str, str]]:
         ("flat at 0.7", "still learning", "10 / 20 / 40", each(flat, STILL_LEARNING)),
         ("rising by 0.3 over the run", "plateaued", "10 / 20 / 40", each(rising, PLATEAUED)),
         ("levelled off by a fifth of the run", "still learning", "10 / 20 / 40", each(levelled, STILL_LEARNING)),
+        ("flat, up by 0.4 at its last evaluation", "plateaued", "10 / 20 / 40", each(stepped, PLATEAUED)),
         (
             f"saturating, {compared} clear of the boundary",
             "another verdict from 20",

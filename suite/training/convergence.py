@@ -14,6 +14,12 @@ run is **still learning** when the gain that line projects over the window is bo
   climbing from 0.3 to 1.1 is far from done), so a finely sampled curve does not turn a creep smaller than the
   noise into "still learning".
 
+A curve can also rise in a step: flat, then a jump at its last evaluations (a recall task's phase change). A line
+through a window ending in a step fits neither side, so its residuals, and with them the bound, grow with the jump and
+the verdict would say plateaued while the curve is rising. So the run is also **still learning** when its best
+evaluation is its best and beats every evaluation before the last ``recent`` of its steps by more than the same material
+floors, with the noise measured from the window's successive differences (their median, which one jump does not move).
+
 Otherwise it has **plateaued**. The window is a fraction of the steps, not a count of
 evaluations, so the projected gain, and with it the verdict, does not depend on how often the run
 evaluated. A window holding fewer than ``min_evaluations`` evaluations gives **too few
@@ -72,6 +78,8 @@ class ConvergenceTest:
         noise_multiple: the gain must exceed this many times one evaluation's noise; unlike the significance bound,
             this does not shrink as evaluations are added, which keeps the verdict from flipping with the interval.
         min_relative: the smallest gain called learning as a share of the magnitude of the curve's best value.
+        recent: a last evaluation beating every evaluation before this last fraction of the steps by more than the
+            material floors is still learning (a step-shaped rise the line does not fit); 0 turns the check off.
         explode: a loss more than this many times its first value is divergence, even while finite.
     """
 
@@ -81,6 +89,7 @@ class ConvergenceTest:
     alpha: float = 0.05
     noise_multiple: float = 2.0
     min_relative: float = 0.02
+    recent: float = 0.25
     explode: float = 100.0
 
     def __post_init__(self) -> None:
@@ -90,6 +99,8 @@ class ConvergenceTest:
             raise ValueError(
                 f"convergence.min_evaluations must be at least 3 (a line and its noise), got {self.min_evaluations}"
             )
+        if not 0 <= self.recent < 1:
+            raise ValueError(f"convergence.recent must be in [0, 1), got {self.recent}")
         if not 0 < self.alpha < 1:
             raise ValueError(f"convergence.alpha must be in (0, 1), got {self.alpha}")
 
@@ -137,6 +148,10 @@ class ConvergenceTest:
             f"curve's range {floor / self.min_gain if self.min_gain else 0:.3g} and {self.min_relative:.0%} of its "
             f"best {abs(float(y.max())):.3g})"
         )
+        jump = None if learning else self.recent_jump(x, y, ys, max(floor, scale))
+        if jump is not None:
+            gain, needed, why = jump
+            learning, how = True, f"{why}; {how}"
         return Verdict(
             STILL_LEARNING if learning else PLATEAUED,
             how,
@@ -146,6 +161,35 @@ class ConvergenceTest:
             evaluations=n,
             window_steps=window,
             test=params,
+        )
+
+    def recent_jump(
+        self, x: np.ndarray, y: np.ndarray, ys: np.ndarray, floor: float
+    ) -> tuple[float, float, str] | None:
+        """(jump, needed, reason) when the curve's last evaluation beats every evaluation before the last ``recent`` of
+        its steps by more than ``noise_multiple`` times the window's noise and ``floor``; else None. The last one, not
+        the best of the recent ones: on a flat noisy curve the best of several is often high, the last one seldom.
+
+        ``x``, ``y``: the whole curve (oriented higher-is-better); ``ys``: the judged window's values."""
+        late = x >= x[-1] * (1 - self.recent)
+        if not self.recent or late.all():
+            return None
+        # median of successive differences (/ 0.6745 for a normal's deviation, / sqrt 2 for a difference of two):
+        # one step in the window moves one difference, not the median, as it moves a fitted line's residuals
+        noise = float(np.median(np.abs(np.diff(ys)))) / (0.6745 * math.sqrt(2))
+        needed = max(self.noise_multiple * noise, floor)
+        jump = float(y[-1] - y[~late].max())
+        if jump <= needed:
+            return None
+        before = int(x[~late][-1])
+        return (
+            jump,
+            needed,
+            (
+                f"its last evaluation is {jump:+.3g} above every one up to step {before} (before the last "
+                f"{self.recent:.0%} of steps): a rise, more than {needed:.3g} ({self.noise_multiple:g}x the noise "
+                f"{noise:.3g} from successive differences, or the floors below)"
+            ),
         )
 
     def reached(self, target: float, metric: str) -> Verdict:
