@@ -68,11 +68,17 @@ def test_a_target_reached_keeps_its_verdict_under_the_current_parameters():
     assert what == "updated" and "trainer.stop_at" in verdict["reason"] and verdict["test"]["recent"] == 0.25
 
 
-def test_records_without_a_curve_or_not_ok_are_left_alone():
-    assert replay(record(FLAT, "plateaued", status="failed"))[0] == "skipped"
+def test_a_run_that_did_not_finish_under_the_old_test_is_run_again_and_one_without_a_curve_is_left_alone():
+    """An interrupted run's last.pt names the old test (a resume would be refused); a failed one is rerun anyway."""
+    assert replay(record(FLAT, "plateaued", status="interrupted"))[0] == "rerun"
+    assert replay(record(FLAT, "plateaued", status="failed"))[0] == "rerun"
+    current = record(FLAT, "plateaued", status="interrupted")
+    current["config"]["trainer"]["convergence"] = {**OLD, "recent": 0.25}
+    assert replay(current)[0] == "current"  # one interrupted under the current test resumes
     bare = record(FLAT, "plateaued")
     bare["curves"] = {}
     assert replay(bare)[0] == "skipped"
+    assert replay({"status": "ok", "config": {"job": "timing"}})[0] == "skipped"
 
 
 def test_apply_rewrites_removes_and_a_second_pass_finds_everything_current(tmp_path, capsys):
@@ -82,7 +88,7 @@ def test_apply_rewrites_removes_and_a_second_pass_finds_everything_current(tmp_p
     assert listed.rerun == [jumped] and listed.updated == [flat] and jumped.exists()  # without apply: nothing moves
     assert json.loads((flat / "result.json").read_text())["config"]["trainer"]["convergence"] == OLD
     assert main([str(tmp_path), "--apply"]) == 0
-    assert "under the current test (removed): " in capsys.readouterr().out
+    assert "to run again under the current test (removed): " in capsys.readouterr().out
     assert not jumped.exists()
     kept = json.loads((flat / "result.json").read_text())
     assert kept["config"]["trainer"]["convergence"] == {**OLD, "recent": 0.25}

@@ -10,8 +10,10 @@ it while training. A run the current test would have stopped at the same validat
 to its cap) computed exactly what it would compute now: its record takes the current test's parameters and verdict
 (``convergence.rejudged`` says so), and a resumed sweep finds it finished. A run the current test would have stopped at
 another validation (let go on where the old one stopped it, or stopped before its end) is another run: its folder is
-removed (its record stays in git's history) so that the sweep runs it again; nothing else is touched. Records without a
-curve, unfinished ones and those of other jobs are left as they are.
+removed (its record stays in git's history) so that the sweep runs it again; nothing else is touched. A run that did
+not finish ok under the old test is removed too: the sweep runs it again anyway, and an interrupted one's ``last.pt``
+names the old test, so it cannot resume under the current one. Records without a curve and those of other jobs are left
+as they are. Run it between sweeps, not while one is running.
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ class Rejudged:
 
     def summary(self) -> str:
         return (
-            f"{len(self.updated)} records take the current test (the same run), {len(self.rerun)} would stop at "
-            f"another validation (to run again), {self.current} already current, {self.skipped} left alone"
+            f"{len(self.updated)} records take the current test (the same run), {len(self.rerun)} to run again (the "
+            f"current test stops them elsewhere, or they did not finish), {self.current} already current, "
+            f"{self.skipped} left alone"
         )
 
 
@@ -62,17 +65,19 @@ def replay(data: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
     """('current' | 'updated' | 'rerun' | 'skipped', the record's new convergence field where updated). 'rerun': the
     current test would have stopped the run at another validation (later, or before its end), so it is another run."""
     trainer = (data.get("config") or {}).get("trainer") or {}
-    verdict = data.get("convergence") or {}
-    metric, curves = verdict.get("metric"), data.get("curves") or {}
-    if data.get("status") != "ok" or not isinstance(trainer.get("convergence"), dict) or not metric:
-        return "skipped", None
-    steps, values = curves.get("step") or [], curves.get(f"val_{metric}") or []
-    if not steps or len(steps) != len(values):
-        return "skipped", None
+    if not isinstance(trainer.get("convergence"), dict):
+        return "skipped", None  # another job, or a record from before the test
     saved = trainer["convergence"]
     test = current_test(saved)
     if all(saved.get(k) == v for k, v in asdict(test).items()):
         return "current", None
+    if data.get("status") != "ok":  # the sweep runs it again anyway; an interrupted one's last.pt names the old test
+        return "rerun", None
+    verdict = data.get("convergence") or {}
+    metric, curves = verdict.get("metric"), data.get("curves") or {}
+    steps, values = curves.get("step") or [], curves.get(f"val_{metric}") or []
+    if not metric or not steps or len(steps) != len(values):
+        return "skipped", None
     after = trainer.get("stop_on_plateau")
     stop = None if after is None else first_stop(test, steps[:-1], values[:-1], metric, after)
     if data.get("stop_reason") == PLATEAUED:
@@ -120,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{folder} is not a folder of run records")
         found = rejudge(folder, args.apply)
         for run in found.rerun:
-            print(f"stops at another validation under the current test{' (removed)' if args.apply else ''}: {run}")
+            print(f"to run again under the current test{' (removed)' if args.apply else ''}: {run}")
         print(f"{folder}: {found.summary()}{'' if args.apply else ' (nothing changed: --apply to change it)'}")
     return 0
 
