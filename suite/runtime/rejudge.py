@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from suite.runtime.files import atomic_write_text
 from suite.runtime.record import RESULT_FILE
 from suite.training.convergence import PLATEAUED, ConvergenceTest
 
@@ -62,8 +63,9 @@ def first_stop(test: ConvergenceTest, steps: list[float], values: list[float], m
 
 
 def replay(data: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-    """('current' | 'updated' | 'rerun' | 'skipped', the record's new convergence field where updated). 'rerun': the
-    current test would have stopped the run at another validation (later, or before its end), so it is another run."""
+    """('current' | 'updated' | 'rerun' | 'skipped', the record's new convergence field where updated: its ``test``
+    holds the current parameters). 'rerun': the current test would have stopped the run at another validation (later,
+    or before its end), or the run did not finish, so it is another run."""
     trainer = (data.get("config") or {}).get("trainer") or {}
     if not isinstance(trainer.get("convergence"), dict):
         return "skipped", None  # another job, or a record from before the test
@@ -108,10 +110,10 @@ def rejudge(folder: Path, apply: bool = False) -> Rejudged:
         else:
             out.updated.append(path.parent)
             if apply:
-                saved = data["config"]["trainer"]["convergence"]
-                data["config"]["trainer"]["convergence"] = {**saved, **asdict(current_test(saved))}
+                trainer = data["config"]["trainer"]
+                trainer["convergence"] = {**trainer["convergence"], **verdict["test"]}  # the current parameters
                 data["convergence"] = verdict
-                path.write_text(json.dumps(data, indent=2) + "\n")
+                atomic_write_text(path, json.dumps(data, indent=2) + "\n")  # a record is whole or as it was
     return out
 
 

@@ -16,9 +16,9 @@ run is **still learning** when the gain that line projects over the window is bo
 
 A curve can also rise in a step: flat, then a jump at its last evaluations (a recall task's phase change). A line
 through a window ending in a step fits neither side, so its residuals, and with them the bound, grow with the jump and
-the verdict would say plateaued while the curve is rising. So the run is also **still learning** when its best
-evaluation is its best and beats every evaluation before the last ``recent`` of its steps by more than the same material
-floors, with the noise measured from the window's successive differences (their median, which one jump does not move).
+the verdict would say plateaued while the curve is rising. So the run is also **still learning** when its last
+evaluation beats every evaluation before the last ``recent`` of its steps by more than the same material floors, with
+the noise measured from the window's successive differences (their median, which one jump does not move).
 
 Otherwise it has **plateaued**. The window is a fraction of the steps, not a count of
 evaluations, so the projected gain, and with it the verdict, does not depend on how often the run
