@@ -1,4 +1,4 @@
-"""Replaying finished runs against a changed convergence test (suite/runtime/rejudge.py): a run the current test would
+"""Replaying finished runs against a changed convergence test (suite/training/rejudge.py): a run the current test would
 have stopped at the same validation keeps its record under the current test; one it would have let go on is removed
 to run again; a second pass finds everything current."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from suite.runtime.rejudge import main, rejudge, replay
 from suite.training.convergence import PLATEAUED, STILL_LEARNING, ConvergenceTest
+from suite.training.rejudge import main, rejudge, replay
 
 # the test as records made before ``recent`` existed name it
 OLD = dict(window=0.5, min_evaluations=5, min_gain=0.05, alpha=0.05, noise_multiple=2, min_relative=0.02, explode=100)

@@ -1,7 +1,7 @@
 """Judge finished runs again after the convergence test changed (``suite.training.convergence``).
 
-    python -m suite.runtime.rejudge runs/capabilities results/capabilities_runs          # what would change
-    python -m suite.runtime.rejudge runs/capabilities results/capabilities_runs --apply  # change it
+    python -m suite.training.rejudge runs/capabilities results/capabilities_runs          # what would change
+    python -m suite.training.rejudge runs/capabilities results/capabilities_runs --apply  # change it
 
 A record's verdict, and a run stopped by ``trainer.stop_on_plateau``, follow the test its config named. When the test
 gains a parameter or a default changes, each finished run is replayed against the current one from its own curve: the
