@@ -39,7 +39,7 @@ class Rejudged:
     updated: list[Path] = field(default_factory=list)
     rerun: list[Path] = field(default_factory=list)
     current: int = 0  # already judged by the current test
-    skipped: int = 0  # no curve, not ok, or no trainer
+    skipped: int = 0  # another job, a record from before the test, or no curve to replay
 
     def summary(self) -> str:
         return (
